@@ -1,0 +1,14 @@
+"""Read models built from the event log: one module per read model, plus the runner."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from projections import activity, api_tokens
+
+if TYPE_CHECKING:
+    from projections.base import Projection
+
+INLINE: tuple[Projection, ...] = (api_tokens.PROJECTION,)
+ASYNC: tuple[Projection, ...] = (activity.PROJECTION,)
+ALL: tuple[Projection, ...] = INLINE + ASYNC

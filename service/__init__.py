@@ -1,0 +1,1 @@
+"""Event-sourced feature-flag administration service speaking the Unleash admin API."""

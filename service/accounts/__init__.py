@@ -1,0 +1,1 @@
+"""Accounts: API tokens now; users, service accounts and personal access tokens later."""

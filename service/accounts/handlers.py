@@ -1,0 +1,66 @@
+"""HTTP handlers of /api/admin/api-tokens."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from aiohttp import web
+
+from service import auth, store
+from service.accounts import domain, queries
+from service.accounts.commands import CreateApiToken
+from service.accounts.events import ApiTokenDeleted
+from service.appkeys import POOL, REQUEST_ID
+from service.errors import NotFound
+from service.http import Route, json_response, principal, read_json
+
+
+async def list_api_tokens(request: web.Request) -> web.Response:
+    return json_response({"tokens": await queries.list_tokens(request.app[POOL])})
+
+
+async def create_api_token(request: web.Request) -> web.Response:
+    cmd = await read_json(request, CreateApiToken)
+    scope = domain.token_scope(cmd)
+    secret = domain.token_secret(*scope, auth.new_secret())
+    async with request.app[POOL].acquire() as conn, conn.transaction():
+        token_id = await conn.fetchval(queries.NEXT_TOKEN_ID)
+        event = domain.create_api_token(
+            token_id=token_id,
+            name=cmd.token_name,
+            scope=scope,
+            secret_hash=auth.hash_secret(secret),
+            hint=auth.secret_hint(secret),
+            now=datetime.now(UTC),
+            expires_at=cmd.expires_at,
+        )
+        meta = principal(request).metadata(request[REQUEST_ID])
+        await store.append(conn, domain.stream(token_id), "no-stream", [event], meta)
+        row = await conn.fetchrow(queries.GET_TOKEN, token_id)
+    body = queries.token_json(row) | {"secret": secret}
+    return json_response(body, status=201)
+
+
+async def delete_api_token(request: web.Request) -> web.Response:
+    token_id = _int_or_404(request.match_info["id"])
+    async with request.app[POOL].acquire() as conn, conn.transaction():
+        row = await conn.fetchrow(queries.GET_TOKEN, token_id)
+        if row is None:
+            raise NotFound(f"No API token with id {token_id}")
+        event = ApiTokenDeleted(token_id=token_id, token_name=row["token_name"])
+        meta = principal(request).metadata(request[REQUEST_ID])
+        await store.append(conn, domain.stream(token_id), "any", [event], meta)
+    return web.Response(status=200)
+
+
+def _int_or_404(value: str) -> int:
+    if not value.isdigit() or len(value) > 18:
+        raise NotFound(f"No API token with id {value[:40]}")
+    return int(value)
+
+
+ROUTES = [
+    Route("GET", "/api/admin/api-tokens", list_api_tokens, auth.ADMIN),
+    Route("POST", "/api/admin/api-tokens", create_api_token, auth.ADMIN, body=True),
+    Route("DELETE", "/api/admin/api-tokens/{id}", delete_api_token, auth.ADMIN),
+]

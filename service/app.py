@@ -1,0 +1,78 @@
+"""create_app(settings, dsn): keys, cleanup contexts, middlewares, routes. Only wiring."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING
+
+import asyncpg
+from aiohttp import web
+
+from projections.runner import run_async_projections
+from service import auth, db
+from service.accounts import handlers as accounts
+from service.appkeys import LIFECYCLE, POOL, ROUTE_TABLE, SCHEMA_VERSION, SETTINGS, Lifecycle
+from service.errors import NotReady
+from service.http import MIDDLEWARES, Route, json_response
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from service.settings import Settings
+
+READY_TIMEOUT = 2.0
+
+
+async def health(_request: web.Request) -> web.Response:
+    """Liveness: the event loop answers; no database access."""
+    return json_response({"health": "GOOD"})
+
+
+async def ready(request: web.Request) -> web.Response:
+    """Readiness: not draining, the database answers, and its schema is the one we expect."""
+    if request.app[LIFECYCLE].draining:
+        raise NotReady("The service is shutting down")
+    try:
+        async with asyncio.timeout(READY_TIMEOUT), request.app[POOL].acquire() as conn:
+            version = await db.schema_version(conn)
+    except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError):
+        raise NotReady("The database does not answer") from None
+    if version != request.app[SCHEMA_VERSION]:
+        raise NotReady(f"Database schema is at {version}, expected {request.app[SCHEMA_VERSION]}")
+    return json_response({"health": "GOOD"})
+
+
+ROUTES: list[Route] = [
+    Route("GET", "/health", health, auth.PUBLIC),
+    Route("GET", "/ready", ready, auth.PUBLIC),
+    *accounts.ROUTES,
+]
+
+
+def create_app(settings: Settings, dsn: str, *, async_projections: bool = True) -> web.Application:
+    app = web.Application(middlewares=MIDDLEWARES)
+    app[SETTINGS] = settings
+    app[LIFECYCLE] = Lifecycle()
+    app[SCHEMA_VERSION] = len(db.load_migrations())
+    app[ROUTE_TABLE] = {}
+    for route in ROUTES:
+        app[ROUTE_TABLE][app.router.add_route(route.method, route.path, route.handler)] = route
+
+    async def database(app: web.Application) -> AsyncIterator[None]:
+        app[POOL] = await db.create_pool(dsn, settings.db_pool_size)
+        yield
+        await app[POOL].close()
+
+    async def projections(app: web.Application) -> AsyncIterator[None]:
+        stop = asyncio.Event()
+        task = asyncio.create_task(run_async_projections(app[POOL], dsn, stop))
+        yield
+        stop.set()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait_for(task, 10)
+
+    app.cleanup_ctx.append(database)
+    if async_projections:
+        app.cleanup_ctx.append(projections)
+    return app

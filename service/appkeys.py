@@ -1,0 +1,38 @@
+"""Typed application state keys, shared by the wiring and the middlewares."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import asyncpg
+from aiohttp import web
+
+from service.settings import Settings
+
+from service.auth import Principal
+
+if TYPE_CHECKING:
+    from aiohttp.abc import AbstractRoute
+
+    from service.http import Route
+
+
+@dataclass
+class Lifecycle:
+    """Mutable run state: draining turns /ready to 503 during a graceful stop."""
+
+    draining: bool = False
+
+
+SETTINGS = web.AppKey("settings", Settings)
+POOL = web.AppKey("pool", asyncpg.Pool)
+LIFECYCLE = web.AppKey("lifecycle", Lifecycle)
+ROUTE_TABLE = web.AppKey("route_table", dict["AbstractRoute", "Route"])
+SCHEMA_VERSION = web.AppKey("schema_version", int)
+
+# Per-request state.
+PRINCIPAL = web.RequestKey("principal", Principal)
+REQUEST_ID = web.RequestKey("request_id", str)
+ERROR_ID = web.RequestKey("error_id", str)
+ERROR_NAME = web.RequestKey("error_name", str)

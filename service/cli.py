@@ -1,0 +1,218 @@
+"""The commands behind `python -m service`: serve, migrate, replay, verify, export, dsn."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+import msgspec
+import structlog
+from aiohttp import web
+
+from projections import runner
+from service import bootstrap, db
+from service.app import create_app
+from service.appkeys import LIFECYCLE
+from service.errors import ConfigError
+from service.logs import configure_logging
+from service.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from types import FrameType
+
+log = structlog.get_logger()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m service", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the HTTP service (migrates first)")
+    serve.add_argument("--no-migrate", action="store_true", help="do not apply migrations")
+    sub.add_parser("migrate", help="apply pending migrations and exit")
+    sub.add_parser("replay", help="rebuild every read model from the event log")
+    sub.add_parser("verify", help="check the log and that read models equal a rebuild")
+    export = sub.add_parser("export", help="write the event log as NDJSON")
+    export.add_argument("--output", "-o", help="file to write (default: standard output)")
+    export.add_argument("--after", type=int, default=0, help="only events after this position")
+    sub.add_parser("dsn", help="print the connection string of the database in use")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    configure_logging(settings.log_format, settings.log_level)
+    if args.command == "dsn":
+        return _print_dsn(settings)
+    if args.command != "serve":
+        # SIGTERM unwinds like Ctrl-C, so the embedded PostgreSQL is stopped on the way out.
+        signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        with database(settings) as dsn:
+            return asyncio.run(_dispatch(args, settings, dsn))
+    except (ConfigError, db.MigrationError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def _raise_interrupt(_signum: int, _frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def database(settings: Settings) -> Iterator[str]:
+    """DATABASE_URL when set, else the embedded PostgreSQL in DATA_DIR (stopped on exit)."""
+    if settings.database_url:
+        yield settings.database_url
+        return
+    with db.embedded_postgres(Path(settings.data_dir).resolve()) as dsn:
+        yield dsn
+
+
+async def _dispatch(args: argparse.Namespace, settings: Settings, dsn: str) -> int:
+    if args.command == "serve":
+        return await serve(settings, dsn, migrate=not args.no_migrate)
+    conn = await db.connect(dsn)
+    try:
+        if args.command == "migrate":
+            applied = await db.migrate(conn)
+            print(f"applied {len(applied)} migration(s): {', '.join(applied) or 'none pending'}")
+            return 0
+        if args.command == "replay":
+            count = await runner.replay(conn)
+            print(f"replayed {count} events into every read model")
+            return 0
+        if args.command == "verify":
+            report = await runner.verify(conn)
+            print("\n".join(report.lines()))
+            return 0 if report.ok else 1
+        if args.command == "export":
+            with _output(args.output) as out:
+                count = await export(conn, out, after=args.after)
+            print(f"exported {count} events", file=sys.stderr)
+            return 0
+    finally:
+        await conn.close()
+    raise AssertionError(args.command)  # pragma: no cover - argparse restricts the choices
+
+
+async def serve(settings: Settings, dsn: str, *, migrate: bool = True) -> int:
+    conn = await db.connect(dsn)
+    try:
+        if migrate:
+            await db.migrate(conn)
+        new_token = await bootstrap.seed_admin_tokens(conn, settings.init_admin_api_tokens)
+    finally:
+        await conn.close()
+    if new_token is not None:
+        # Shown once, never logged: the only place this secret ever appears.
+        print(
+            f"No admin API token existed; created one (shown only now): {new_token}",
+            file=sys.stderr,
+            flush=True,
+        )
+    app = create_app(settings, dsn)
+    app_runner = web.AppRunner(
+        app,
+        handle_signals=False,
+        access_log=None,
+        shutdown_timeout=settings.shutdown_timeout_seconds,
+    )
+    await app_runner.setup()
+    await web.TCPSite(app_runner, settings.host, settings.port).start()
+    log.info("listening", host=settings.host, port=settings.port)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    app[LIFECYCLE].draining = True
+    log.info("draining", seconds=settings.shutdown_drain_seconds)
+    await asyncio.sleep(settings.shutdown_drain_seconds)
+    await app_runner.cleanup()
+    log.info("stopped")
+    return 0
+
+
+EXPORT = """
+SELECT position, stream_type, stream_key, stream_version, event_id::text AS event_id, type,
+       schema_version, data::text AS data, metadata::text AS metadata, recorded_at,
+       encode(prev_hash, 'hex') AS prev_hash, encode(hash, 'hex') AS hash
+FROM events WHERE position > $1 ORDER BY position
+"""
+
+
+class ExportedEvent(msgspec.Struct, frozen=True):
+    position: int
+    stream_type: str
+    stream_key: str
+    stream_version: int
+    event_id: str
+    type: str
+    schema_version: int
+    data: msgspec.Raw
+    metadata: msgspec.Raw
+    recorded_at: str
+    prev_hash: str
+    hash: str
+
+
+async def export(conn: db.asyncpg.Connection, out: TextIO, *, after: int = 0) -> int:
+    """One JSON object per line, in position order, with both hashes for an outside auditor."""
+    encoder = msgspec.json.Encoder()
+    count = 0
+    async with conn.transaction(isolation="repeatable_read", readonly=True):
+        async for row in conn.cursor(EXPORT, after, prefetch=2000):
+            line = ExportedEvent(
+                **{
+                    k: row[k]
+                    for k in (
+                        "position",
+                        "stream_type",
+                        "stream_key",
+                        "stream_version",
+                        "event_id",
+                        "type",
+                        "schema_version",
+                        "prev_hash",
+                        "hash",
+                    )
+                },
+                data=msgspec.Raw(row["data"].encode()),
+                metadata=msgspec.Raw(row["metadata"].encode()),
+                recorded_at=row["recorded_at"].isoformat(),
+            )
+            out.write(encoder.encode(line).decode() + "\n")
+            count += 1
+    return count
+
+
+@contextlib.contextmanager
+def _output(path: str | None) -> Iterator[TextIO]:
+    if path is None:
+        yield sys.stdout
+        return
+    with Path(path).open("w", encoding="utf-8") as handle:
+        yield handle
+
+
+def _print_dsn(settings: Settings) -> int:
+    try:
+        dsn = settings.database_url or db.running_embedded_dsn(Path(settings.data_dir).resolve())
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(dsn)
+    return 0

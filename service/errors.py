@@ -1,0 +1,68 @@
+"""The one exception hierarchy: status and error name live on the class."""
+
+from __future__ import annotations
+
+
+class AppError(Exception):
+    """A failure the client caused or may see; the error middleware renders it as JSON."""
+
+    status: int = 500
+    name: str = "InternalError"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ValidationError(AppError):
+    status = 400
+    name = "ValidationError"
+
+
+class AuthenticationRequired(AppError):
+    status = 401
+    name = "AuthenticationRequired"
+
+
+class NoAccess(AppError):
+    status = 403
+    name = "NoAccessError"
+
+
+class NotFound(AppError):
+    status = 404
+    name = "NotFoundError"
+
+
+class MethodNotAllowed(AppError):
+    status = 405
+    name = "MethodNotAllowedError"
+
+
+class NameExists(AppError):
+    status = 409
+    name = "NameExistsError"
+
+
+class Conflict(AppError):
+    status = 409
+    name = "ConflictError"
+
+
+class PayloadTooLarge(AppError):
+    status = 413
+    name = "PayloadTooLargeError"
+
+
+class ContentTypeError(AppError):
+    status = 415
+    name = "ContentTypeerror"  # this spelling is the contract (spec.md)
+
+
+class NotReady(AppError):
+    status = 503
+    name = "ServiceUnavailableError"
+
+
+class ConfigError(Exception):
+    """A setting or environment problem found at start-up; the CLI prints it and exits 2."""

@@ -1,0 +1,193 @@
+"""The only SQL that touches the event log: append with optimistic concurrency, and reads."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from datetime import UTC, datetime
+from typing import Final, Literal
+
+import asyncpg
+import msgspec
+
+from service.errors import Conflict
+from service.events import (
+    Event,
+    Metadata,
+    RecordedEvent,
+    decode_event,
+    decode_metadata,
+    encode,
+)
+
+NO_STREAM: Final = "no-stream"
+ANY: Final = "any"
+Expected = int | Literal["no-stream", "any"]
+
+# Applies events to inline read models inside the same transaction (projections.inline).
+InlineApply = Callable[[asyncpg.Connection, Sequence[RecordedEvent]], Awaitable[None]]
+
+
+class WrongExpectedVersion(Conflict):
+    """The stream moved on (or exists) since the caller read it."""
+
+
+class PartialDuplicate(Conflict):
+    """Some but not all event ids of an append are already stored."""
+
+
+INSERT_STREAM = """
+INSERT INTO streams (stream_type, stream_key, version) VALUES ($1, $2, $3)
+ON CONFLICT ON CONSTRAINT streams_pkey DO NOTHING
+RETURNING version
+"""
+ADVANCE_STREAM = """
+UPDATE streams SET version = version + $4
+WHERE stream_type = $1 AND stream_key = $2 AND version = $3
+RETURNING version
+"""
+UPSERT_STREAM = """
+INSERT INTO streams AS s (stream_type, stream_key, version) VALUES ($1, $2, $3)
+ON CONFLICT ON CONSTRAINT streams_pkey DO UPDATE SET version = s.version + $3
+RETURNING version
+"""
+APPEND = "SELECT out_position, out_hash FROM eventstore_append($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+SELECT_BY_EVENT_IDS = """
+SELECT position, stream_type, stream_key, stream_version, event_id, type, schema_version,
+       data::text AS data, metadata::text AS metadata, recorded_at
+FROM events WHERE event_id = ANY($1::uuid[]) ORDER BY position
+"""
+READ_ALL = """
+SELECT position, stream_type, stream_key, stream_version, event_id, type, schema_version,
+       data::text AS data, metadata::text AS metadata, recorded_at
+FROM events WHERE position > $1 AND position <= $2 ORDER BY position LIMIT $3
+"""
+READ_STREAM = """
+SELECT position, stream_type, stream_key, stream_version, event_id, type, schema_version,
+       data::text AS data, metadata::text AS metadata, recorded_at
+FROM events WHERE stream_type = $1 AND stream_key = $2 ORDER BY stream_version
+"""
+HEAD = "SELECT position FROM log_head WHERE id = 1"
+STREAM_VERSION = "SELECT version FROM streams WHERE stream_type = $1 AND stream_key = $2"
+
+
+async def append(  # noqa: PLR0913 - the envelope has this many parts
+    conn: asyncpg.Connection,
+    stream: tuple[str, str],
+    expected: Expected,
+    events: Sequence[Event],
+    metadata: Metadata,
+    *,
+    event_ids: Sequence[uuid.UUID] | None = None,
+    inline: InlineApply | None = None,
+) -> list[RecordedEvent]:
+    """Append events to one stream inside the caller's transaction; return them as recorded.
+
+    Order: idempotency check, stream version check, inline projections, then the global section
+    (numbering, hash chain, insert). The caller commits right after, which ends the section.
+    """
+    if not conn.is_in_transaction():
+        raise RuntimeError("append must run inside a transaction")
+    if not events:
+        return []
+    ids = list(event_ids) if event_ids is not None else [uuid.uuid4() for _ in events]
+    if len(ids) != len(events):
+        raise ValueError("one event id per event")
+    if event_ids is not None:
+        existing = await conn.fetch(SELECT_BY_EVENT_IDS, ids)
+        if len(existing) == len(ids):
+            return [_record(row) for row in existing]
+        if existing:
+            raise PartialDuplicate("Some of these events were already appended")
+    last = await _advance_stream(conn, stream, expected, len(events))
+    first = last - len(events) + 1
+    recorded_at = datetime.now(UTC)
+    records = [
+        RecordedEvent(
+            position=None,
+            stream_type=stream[0],
+            stream_key=stream[1],
+            stream_version=first + i,
+            event_id=ids[i],
+            recorded_at=recorded_at,
+            metadata=metadata,
+            event=event,
+        )
+        for i, event in enumerate(events)
+    ]
+    if inline is not None:
+        await inline(conn, records)
+    rows = await conn.fetch(
+        APPEND,
+        stream[0],
+        stream[1],
+        first,
+        ids,
+        [e.type_name() for e in events],
+        [e.schema_version for e in events],
+        [encode(e).decode() for e in events],
+        encode(metadata).decode(),
+        recorded_at,
+    )
+    return [
+        msgspec.structs.replace(record, position=row["out_position"])
+        for record, row in zip(records, rows, strict=True)
+    ]
+
+
+async def _advance_stream(
+    conn: asyncpg.Connection, stream: tuple[str, str], expected: Expected, count: int
+) -> int:
+    stream_type, key = stream
+    if expected == NO_STREAM:
+        version = await conn.fetchval(INSERT_STREAM, stream_type, key, count)
+        if version is None:
+            raise WrongExpectedVersion(f"Stream {stream_type}/{key} already exists")
+        return int(version)
+    if expected == ANY:
+        return int(await conn.fetchval(UPSERT_STREAM, stream_type, key, count))
+    assert isinstance(expected, int)
+    version = await conn.fetchval(ADVANCE_STREAM, stream_type, key, expected, count)
+    if version is None:
+        raise WrongExpectedVersion(f"Stream {stream_type}/{key} is not at version {expected}")
+    return int(version)
+
+
+def _record(row: asyncpg.Record) -> RecordedEvent:
+    return RecordedEvent(
+        position=row["position"],
+        stream_type=row["stream_type"],
+        stream_key=row["stream_key"],
+        stream_version=row["stream_version"],
+        event_id=row["event_id"],
+        recorded_at=row["recorded_at"],
+        metadata=decode_metadata(row["metadata"]),
+        event=decode_event(row["type"], row["schema_version"], row["data"]),
+    )
+
+
+async def head(conn: asyncpg.Connection) -> int:
+    return int(await conn.fetchval(HEAD))
+
+
+async def stream_version(conn: asyncpg.Connection, stream: tuple[str, str]) -> int | None:
+    version = await conn.fetchval(STREAM_VERSION, *stream)
+    return None if version is None else int(version)
+
+
+async def read_stream(conn: asyncpg.Connection, stream: tuple[str, str]) -> list[RecordedEvent]:
+    return [_record(row) for row in await conn.fetch(READ_STREAM, *stream)]
+
+
+async def read_all(
+    conn: asyncpg.Connection, after: int = 0, upto: int | None = None, batch: int = 1000
+) -> AsyncIterator[list[RecordedEvent]]:
+    """Yield batches of events with after < position <= upto (default: the head now)."""
+    limit = await head(conn) if upto is None else upto
+    position = after
+    while position < limit:
+        rows = await conn.fetch(READ_ALL, position, limit, batch)
+        if not rows:
+            return
+        yield [_record(row) for row in rows]
+        position = rows[-1]["position"]

@@ -1,0 +1,178 @@
+"""Middlewares (request context and log line, errors, auth, content type) and JSON helpers."""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
+
+import msgspec
+import structlog
+from aiohttp import web
+
+from service import auth, errors
+from service.appkeys import ERROR_ID, ERROR_NAME, POOL, PRINCIPAL, REQUEST_ID, ROUTE_TABLE
+from service.auth import Principal
+
+log = structlog.get_logger()
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+T = TypeVar("T")
+
+ADMIN_PREFIX: Final = "/api/admin"
+_REQUEST_ID_OK = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+_encoder = msgspec.json.Encoder()
+
+
+@dataclass(frozen=True)
+class Route:
+    """One row of the route table: the only place a route's permission is declared."""
+
+    method: str
+    path: str
+    handler: Handler
+    permission: str
+    body: bool = False  # True: the route reads a JSON body, so the content type is checked
+
+
+def json_response(data: Any, status: int = 200) -> web.Response:
+    return web.Response(body=_encoder.encode(data), status=status, content_type="application/json")
+
+
+def error_response(request: web.Request, status: int, name: str, message: str) -> web.Response:
+    error_id = str(uuid.uuid4())
+    request[ERROR_ID] = error_id
+    request[ERROR_NAME] = name
+    return json_response({"id": error_id, "name": name, "message": message}, status)
+
+
+def principal(request: web.Request) -> Principal:
+    return request[PRINCIPAL]
+
+
+_decoders: dict[type[Any], msgspec.json.Decoder[Any]] = {}
+
+
+async def read_json(request: web.Request, schema: type[T]) -> T:
+    """Decode the body into a Struct; any problem is a 400 naming the JSON path."""
+    decoder = _decoders.get(schema)
+    if decoder is None:
+        decoder = _decoders[schema] = msgspec.json.Decoder(schema)
+    body = await request.read()
+    if not body.strip():
+        raise errors.ValidationError("A JSON request body is required")
+    try:
+        return decoder.decode(body)  # type: ignore[no-any-return]
+    except msgspec.ValidationError as exc:
+        raise errors.ValidationError(str(exc)) from None
+    except msgspec.DecodeError as exc:
+        raise errors.ValidationError(f"Malformed JSON: {exc}") from None
+
+
+@web.middleware
+async def request_context(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Request id in and out, and exactly one log line per request."""
+    incoming = request.headers.get("X-Request-Id", "")
+    request_id = incoming if _REQUEST_ID_OK.match(incoming) else str(uuid.uuid4())
+    request[REQUEST_ID] = request_id
+    structlog.contextvars.clear_contextvars()
+    structlog.contextvars.bind_contextvars(request_id=request_id)
+    started = time.perf_counter()
+    status = 499  # the client went away before an answer
+    try:
+        response = await handler(request)
+        status = response.status
+        response.headers["X-Request-Id"] = request_id
+        return response
+    finally:
+        _log_request(request, status, (time.perf_counter() - started) * 1000)
+        structlog.contextvars.clear_contextvars()
+
+
+def _log_request(request: web.Request, status: int, duration_ms: float) -> None:
+    route = request.match_info.route.resource
+    who = request.get(PRINCIPAL)
+    fields: dict[str, Any] = {
+        "method": request.method,
+        "path": request.path,
+        "route": route.canonical if route is not None else None,
+        "status": status,
+        "duration_ms": round(duration_ms, 2),
+    }
+    if isinstance(who, Principal):
+        fields["principal"] = who.id
+    if ERROR_ID in request:
+        fields["error_id"] = request[ERROR_ID]
+        fields["error"] = request[ERROR_NAME]
+    if status >= 500:
+        log.error("request", **fields)
+    else:
+        log.info("request", **fields)
+
+
+_HTTP_ERRORS = {
+    404: (errors.NotFound, "Could not find the requested resource"),
+    405: (errors.MethodNotAllowed, "This method is not allowed on this resource"),
+    413: (errors.PayloadTooLarge, "The request body is too large"),
+}
+
+
+@web.middleware
+async def error_bodies(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Every error, ours or aiohttp's, leaves as {id, name, message} JSON."""
+    try:
+        return await handler(request)
+    except errors.AppError as exc:
+        return error_response(request, exc.status, exc.name, exc.message)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        kind, message = _HTTP_ERRORS.get(exc.status, (errors.AppError, exc.reason))
+        name = kind.name if kind is not errors.AppError else exc.reason.replace(" ", "")
+        response = error_response(request, exc.status, name, message)
+        if exc.status == 405 and "Allow" in exc.headers:
+            response.headers["Allow"] = exc.headers["Allow"]
+        return response
+    except Exception:
+        response = error_response(
+            request, 500, "InternalError", "Unexpected error; the error id names the log line"
+        )
+        log.exception("unhandled_error", error_id=request[ERROR_ID])
+        return response
+
+
+@web.middleware
+async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Admin API: 401 without a valid token, 403 without the route's permission."""
+    if not request.path.startswith(ADMIN_PREFIX):
+        return await handler(request)
+    token = auth.token_from_header(request.headers.get("Authorization"))
+    who = await auth.resolve_token(request.app[POOL], token) if token else None
+    if who is None:
+        raise errors.AuthenticationRequired(
+            "You must log in or send a valid API token in the Authorization header"
+        )
+    request[PRINCIPAL] = who
+    route = request.app[ROUTE_TABLE].get(request.match_info.route)
+    if route is not None and not who.can(route.permission):
+        raise errors.NoAccess(f"You need the {route.permission} permission for this operation")
+    return await handler(request)
+
+
+@web.middleware
+async def content_type(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Routes that read a body accept application/json only (415 otherwise)."""
+    if request.method in _BODY_METHODS:
+        route = request.app[ROUTE_TABLE].get(request.match_info.route)
+        if route is not None and route.body and request.content_type != "application/json":
+            raise errors.ContentTypeError(
+                "The request payload type is not supported: send Content-Type: application/json"
+            )
+    return await handler(request)
+
+
+MIDDLEWARES = [request_context, error_bodies, authenticate, content_type]

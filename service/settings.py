@@ -1,0 +1,85 @@
+"""Settings read from the environment once, validated into a frozen Struct."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Literal
+
+import msgspec
+
+from service.errors import ConfigError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+ADMIN_TOKEN_PREFIX = "*:*."
+
+Port = Annotated[int, msgspec.Meta(ge=0, le=65535)]
+Days = Annotated[int, msgspec.Meta(ge=1, le=36500)]
+Seconds = Annotated[float, msgspec.Meta(ge=0, le=600)]
+
+
+class Settings(msgspec.Struct, frozen=True, kw_only=True):
+    host: str = "127.0.0.1"
+    port: Port = 4242
+    database_url: str | None = None
+    data_dir: str = ".data"
+    init_admin_api_tokens: tuple[str, ...] = ()
+    log_format: Literal["json", "console"] = "json"
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    user_inactivity_threshold_in_days: Days = 180
+    # Kubernetes: keep listening with /ready at 503 this long after SIGTERM before closing.
+    shutdown_drain_seconds: Seconds = 0.0
+    # In-flight requests get this long to finish after the drain.
+    shutdown_timeout_seconds: Seconds = 15.0
+    db_pool_size: Annotated[int, msgspec.Meta(ge=1, le=200)] = 10
+
+    @property
+    def pg_data_dir(self) -> Path:
+        return Path(self.data_dir).resolve() / "pg"
+
+
+_NAMES = [f.upper() for f in Settings.__struct_fields__]
+
+
+def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """Build Settings from the environment; a bad value raises ConfigError naming the variable."""
+    env = os.environ if environ is None else environ
+    raw: dict[str, object] = {}
+    for field in Settings.__struct_fields__:
+        value = env.get(field.upper())
+        if value is None or value == "":
+            continue
+        raw[field] = value.strip()
+    if "log_format" not in raw:
+        raw["log_format"] = "console" if sys.stderr.isatty() else "json"
+    if isinstance(raw.get("log_level"), str):
+        raw["log_level"] = str(raw["log_level"]).lower()
+    if "init_admin_api_tokens" in raw:
+        raw["init_admin_api_tokens"] = _parse_admin_tokens(str(raw["init_admin_api_tokens"]))
+    try:
+        return msgspec.convert(raw, Settings, strict=False)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"Invalid setting: {_name_env_var(str(exc))}") from None
+
+
+def _parse_admin_tokens(value: str) -> tuple[str, ...]:
+    tokens = tuple(t.strip() for t in value.split(",") if t.strip())
+    for token in tokens:
+        if not token.startswith(ADMIN_TOKEN_PREFIX) or len(token) <= len(ADMIN_TOKEN_PREFIX):
+            raise ConfigError(
+                "Invalid setting INIT_ADMIN_API_TOKENS: each token must have the form "
+                "'*:*.<secret>' with a non-empty secret"
+            )
+    return tokens
+
+
+def _name_env_var(message: str) -> str:
+    """Turn msgspec's '- at `$.port`' into the environment variable's name."""
+    for name in _NAMES:
+        marker = f"`$.{name.lower()}`"
+        if marker in message:
+            return f"{name}: {message.split(' - at ', maxsplit=1)[0]}"
+    return message

