@@ -7,8 +7,7 @@ from typing import TYPE_CHECKING
 from projections.base import Projection
 
 if TYPE_CHECKING:
-    import asyncpg
-
+    from service.db import Conn
     from service.events import RecordedEvent
 
 # Idempotent: a row only counts an event whose position is beyond the last one it counted.
@@ -23,7 +22,7 @@ WHERE activity_daily.last_position < excluded.last_position
 """
 
 
-async def apply(conn: asyncpg.Connection, recorded: RecordedEvent) -> None:
+async def apply(conn: Conn, recorded: RecordedEvent) -> None:
     meta = recorded.metadata
     await conn.execute(
         COUNT_EVENT,

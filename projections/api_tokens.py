@@ -8,8 +8,7 @@ from projections.base import Projection
 from service.accounts.events import ApiTokenCreated, ApiTokenDeleted
 
 if TYPE_CHECKING:
-    import asyncpg
-
+    from service.db import Conn
     from service.events import RecordedEvent
 
 INSERT_TOKEN = """
@@ -21,7 +20,7 @@ ON CONFLICT (id) DO NOTHING
 DELETE_TOKEN = "DELETE FROM api_tokens WHERE id = $1"
 
 
-async def apply(conn: asyncpg.Connection, recorded: RecordedEvent) -> None:
+async def apply(conn: Conn, recorded: RecordedEvent) -> None:
     match recorded.event:
         case ApiTokenCreated() as e:
             await conn.execute(

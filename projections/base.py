@@ -6,11 +6,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
 
-import asyncpg
-
+from service.db import Conn
 from service.events import RecordedEvent
 
-Apply = Callable[[asyncpg.Connection, RecordedEvent], Awaitable[None]]
+Apply = Callable[[Conn, RecordedEvent], Awaitable[None]]
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,11 @@ from typing import TYPE_CHECKING
 import asyncpg
 from aiohttp import web
 
+from service.auth import Principal
 from service.settings import Settings
 
-from service.auth import Principal
-
 if TYPE_CHECKING:
-    from aiohttp.abc import AbstractRoute
+    from aiohttp.web_urldispatcher import AbstractRoute
 
     from service.http import Route
 

@@ -14,6 +14,8 @@ from service.events import ActorKind, Metadata
 if TYPE_CHECKING:
     import asyncpg
 
+    from service.db import Conn
+
 # Permissions. ADMIN implies every other one; READ is held by any admin-API principal.
 ADMIN: Final = "ADMIN"
 READ: Final = "READ"
@@ -76,7 +78,7 @@ SELECT id, token_name, type, expires_at FROM api_tokens WHERE secret_hash = $1
 """
 
 
-async def resolve_token(conn: asyncpg.Connection | asyncpg.Pool, token: str) -> Principal | None:
+async def resolve_token(conn: Conn | asyncpg.Pool, token: str) -> Principal | None:
     """One indexed lookup by hash; None for unknown or expired tokens."""
     row = await conn.fetchrow(RESOLVE_API_TOKEN, hash_secret(token))
     if row is None:

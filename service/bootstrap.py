@@ -10,7 +10,7 @@ from service.accounts import domain, queries
 from service.events import Metadata
 
 if TYPE_CHECKING:
-    import asyncpg
+    from service.db import Conn
 
 BOOTSTRAP_LOCK = 0x666C6168  # serialises seeding across replicas starting at once
 BOOTSTRAP = Metadata(
@@ -18,7 +18,7 @@ BOOTSTRAP = Metadata(
 )
 
 
-async def seed_admin_tokens(conn: asyncpg.Connection, tokens: tuple[str, ...]) -> str | None:
+async def seed_admin_tokens(conn: Conn, tokens: tuple[str, ...]) -> str | None:
     """Create the configured admin tokens that are absent (stored as hashes only).
 
     Returns a newly generated admin token when no admin token existed at all, else None.
@@ -37,7 +37,7 @@ async def seed_admin_tokens(conn: asyncpg.Connection, tokens: tuple[str, ...]) -
         await conn.execute("SELECT pg_advisory_unlock($1)", BOOTSTRAP_LOCK)
 
 
-async def _create_admin_token(conn: asyncpg.Connection, token: str) -> None:
+async def _create_admin_token(conn: Conn, token: str) -> None:
     async with conn.transaction():
         token_id = await conn.fetchval(queries.NEXT_TOKEN_ID)
         event = domain.create_api_token(

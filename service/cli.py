@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from types import FrameType
 
+    from service.db import Conn
+
 log = structlog.get_logger()
 
 
@@ -169,7 +171,7 @@ class ExportedEvent(msgspec.Struct, frozen=True):
     hash: str
 
 
-async def export(conn: db.asyncpg.Connection, out: TextIO, *, after: int = 0) -> int:
+async def export(conn: Conn, out: TextIO, *, after: int = 0) -> int:
     """One JSON object per line, in position order, with both hashes for an outside auditor."""
     encoder = msgspec.json.Encoder()
     count = 0

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import asyncpg
 import psutil
 import structlog
+from asyncpg.pool import PoolConnectionProxy
 
 from service.errors import ConfigError
 
@@ -22,6 +23,9 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
 log = structlog.get_logger()
+
+# A plain connection or one borrowed from the pool: the code paths accept both.
+Conn = asyncpg.Connection | PoolConnectionProxy
 
 SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
 MIGRATION_LOCK = 0x666C6167  # pg_advisory_lock key shared by every replica and the migrate Job
@@ -68,9 +72,13 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
 """
 
 
-async def migrate(conn: asyncpg.Connection, migrations: list[Migration] | None = None) -> list[str]:
+async def migrate(conn: Conn, migrations: list[Migration] | None = None) -> list[str]:
     """Apply pending migrations under an advisory lock; return the names applied."""
     migrations = load_migrations() if migrations is None else migrations
+    # Migrations name schemas explicitly; anything unqualified lands in public, never in
+    # whichever read-model schema happens to come first on the caller's search_path.
+    previous = await conn.fetchval("SHOW search_path")
+    await conn.execute("SELECT set_config('search_path', 'public', false)")
     await conn.execute("SELECT pg_advisory_lock($1)", MIGRATION_LOCK)
     try:
         await conn.execute(CREATE_MIGRATIONS_TABLE)
@@ -101,14 +109,17 @@ async def migrate(conn: asyncpg.Connection, migrations: list[Migration] | None =
         return done
     finally:
         await conn.execute("SELECT pg_advisory_unlock($1)", MIGRATION_LOCK)
+        await conn.execute("SELECT set_config('search_path', $1, false)", previous)
 
 
-async def schema_version(conn: asyncpg.Connection) -> int:
+async def schema_version(conn: Conn) -> int:
     """The highest applied migration, 0 when none (or no table yet)."""
     exists = await conn.fetchval("SELECT to_regclass('public.schema_migrations') IS NOT NULL")
     if not exists:
         return 0
-    return int(await conn.fetchval("SELECT coalesce(max(version), 0) FROM schema_migrations"))
+    return int(
+        await conn.fetchval("SELECT coalesce(max(version), 0) FROM public.schema_migrations")
+    )
 
 
 async def create_pool(dsn: str, size: int) -> asyncpg.Pool:
@@ -169,7 +180,8 @@ def embedded_postgres(data_dir: Path) -> Iterator[str]:
 
 
 def _ensure_database(server: Any) -> None:
-    exists = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE_NAME}';")
+    query = f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE_NAME}';"  # noqa: S608 - constant
+    exists = server.psql(query)
     if "(1 row)" not in exists:
         server.psql(f"CREATE DATABASE {DATABASE_NAME};")
 

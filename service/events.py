@@ -105,4 +105,5 @@ def decode_event(type_name: str, schema_version: int, raw: str | bytes) -> Event
     decoder = _decoders.get(type_name)
     if decoder is None:
         decoder = _decoders[type_name] = msgspec.json.Decoder(cls)
-    return decoder.decode(raw)
+    event: Event = decoder.decode(raw)
+    return event

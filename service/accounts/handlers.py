@@ -37,6 +37,7 @@ async def create_api_token(request: web.Request) -> web.Response:
         meta = principal(request).metadata(request[REQUEST_ID])
         await store.append(conn, domain.stream(token_id), "no-stream", [event], meta)
         row = await conn.fetchrow(queries.GET_TOKEN, token_id)
+    assert row is not None  # the inline projection wrote it in this transaction
     body = queries.token_json(row) | {"secret": secret}
     return json_response(body, status=201)
 

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import asyncpg
 
+    from service.db import Conn
+
 NEXT_TOKEN_ID = "SELECT nextval('api_token_ids')"
 LIST_TOKENS = """
 SELECT id, secret_hint, token_name, type, environment, projects, created_at, expires_at
@@ -35,5 +37,5 @@ def token_json(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
     }
 
 
-async def list_tokens(conn: asyncpg.Connection | asyncpg.Pool) -> list[dict[str, Any]]:
+async def list_tokens(conn: Conn | asyncpg.Pool) -> list[dict[str, Any]]:
     return [token_json(row) for row in await conn.fetch(LIST_TOKENS)]

@@ -1,0 +1,203 @@
+"""The event store on PostgreSQL 18 (embedded) and 15: concurrency, density, hashes, append-only."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import uuid
+from typing import TYPE_CHECKING
+
+import asyncpg
+import pytest
+
+from service import eventstore, store
+from service.events import decode_metadata
+from service.eventstore import WrongExpectedVersion
+from tests.factories import TEST_ACTOR, Noted, append, noted
+
+if TYPE_CHECKING:
+    from service.db import Conn
+
+pytestmark = pytest.mark.usefixtures("any_dsn")
+
+
+async def test_append_numbers_positions_and_stream_versions(any_conn: Conn) -> None:
+    first = await append(any_conn, [noted(1), noted(2)], stream=("test", "a"), expected="no-stream")
+    second = await append(any_conn, [noted(3)], stream=("test", "b"), expected="no-stream")
+    third = await append(any_conn, [noted(4)], stream=("test", "a"), expected=2)
+
+    assert [(r.position, r.stream_key, r.stream_version) for r in first + second + third] == [
+        (1, "a", 1),
+        (2, "a", 2),
+        (3, "b", 1),
+        (4, "a", 3),
+    ]
+    stored = await eventstore.read_stream(any_conn, ("test", "a"))
+    assert [r.event for r in stored] == [noted(1), noted(2), noted(4)]
+    assert stored[0].metadata == TEST_ACTOR
+    assert await eventstore.stream_version(any_conn, ("test", "a")) == 3
+
+
+async def test_metadata_is_stored_with_actor_and_request_id(any_conn: Conn) -> None:
+    meta = TEST_ACTOR.__class__(
+        actor_id="api-token:7", actor_name="ci", actor_kind="api-token", request_id="req-1"
+    )
+    await append(any_conn, [noted()], metadata=meta)
+    raw = await any_conn.fetchval("SELECT metadata::text FROM events")
+    assert decode_metadata(raw) == meta
+
+
+async def test_no_stream_conflicts_when_the_stream_exists(any_conn: Conn) -> None:
+    await append(any_conn, stream=("test", "x"), expected="no-stream")
+    with pytest.raises(WrongExpectedVersion):
+        await append(any_conn, stream=("test", "x"), expected="no-stream")
+    assert await any_conn.fetchval("SELECT count(*) FROM events") == 1
+
+
+async def test_exact_version_conflicts_when_the_stream_moved(any_conn: Conn) -> None:
+    await append(any_conn, [noted(1), noted(2)], stream=("test", "x"), expected="no-stream")
+    with pytest.raises(WrongExpectedVersion):
+        await append(any_conn, stream=("test", "x"), expected=1)
+    with pytest.raises(WrongExpectedVersion):
+        await append(any_conn, stream=("test", "missing"), expected=1)
+    assert await eventstore.stream_version(any_conn, ("test", "x")) == 2
+
+
+async def test_twenty_concurrent_appends_with_one_expected_version(any_dsn: str) -> None:
+    pool = await asyncpg.create_pool(any_dsn, min_size=20, max_size=20)
+    assert pool is not None
+    async with pool.acquire() as conn:
+        await append(conn, stream=("test", "race"), expected="no-stream")
+
+    async def attempt(i: int) -> bool:
+        async with pool.acquire() as conn:
+            try:
+                await append(conn, [noted(i)], stream=("test", "race"), expected=1)
+            except WrongExpectedVersion:
+                return False
+            return True
+
+    try:
+        results = await asyncio.gather(*(attempt(i) for i in range(20)))
+        async with pool.acquire() as conn:
+            assert results.count(True) == 1
+            assert await conn.fetchval("SELECT count(*) FROM events") == 2
+            assert await eventstore.stream_version(conn, ("test", "race")) == 2
+    finally:
+        await pool.close()
+
+
+async def test_reader_following_the_log_misses_nothing(any_dsn: str) -> None:
+    """32 writers append while a reader follows position > checkpoint: it sees 1..N in order."""
+    writers, per_writer = 32, 15
+    pool = await asyncpg.create_pool(any_dsn, min_size=8, max_size=34)
+    assert pool is not None
+    done = asyncio.Event()
+    seen: list[int] = []
+
+    async def writer(w: int) -> None:
+        async with pool.acquire() as conn:
+            for i in range(per_writer):
+                await append(conn, [noted(i), noted(i)], stream=("w", f"{w}"), expected="any")
+
+    async def reader() -> None:
+        async with pool.acquire() as conn:
+            checkpoint = 0
+            while True:
+                finished = done.is_set()
+                rows = await conn.fetch(
+                    "SELECT position FROM events WHERE position > $1 ORDER BY position", checkpoint
+                )
+                for row in rows:
+                    seen.append(row["position"])
+                    checkpoint = row["position"]
+                if finished and not rows:
+                    return
+                await asyncio.sleep(0)
+
+    try:
+        read = asyncio.create_task(reader())
+        await asyncio.gather(*(writer(w) for w in range(writers)))
+        done.set()
+        await read
+    finally:
+        await pool.close()
+    total = writers * per_writer * 2
+    assert seen == list(range(1, total + 1))
+
+
+async def test_a_rollback_leaves_no_hole(any_conn: Conn) -> None:
+    await append(any_conn, [noted(1)])
+    tx = any_conn.transaction()
+    await tx.start()
+    await store.append(any_conn, ("test", "doomed"), "no-stream", [noted(2)], TEST_ACTOR)
+    await tx.rollback()
+    await append(any_conn, [noted(3)])
+    positions = await any_conn.fetch("SELECT position FROM events ORDER BY position")
+    assert [r["position"] for r in positions] == [1, 2]
+    assert await eventstore.stream_version(any_conn, ("test", "doomed")) is None
+
+
+async def test_event_id_makes_an_append_idempotent(any_conn: Conn) -> None:
+    ids = [uuid.uuid4(), uuid.uuid4()]
+    async with any_conn.transaction():
+        first = await store.append(
+            any_conn, ("test", "i"), "no-stream", [noted(1), noted(2)], TEST_ACTOR, event_ids=ids
+        )
+    async with any_conn.transaction():
+        again = await store.append(
+            any_conn, ("test", "i"), "no-stream", [noted(1), noted(2)], TEST_ACTOR, event_ids=ids
+        )
+    assert [r.position for r in again] == [r.position for r in first] == [1, 2]
+    assert await any_conn.fetchval("SELECT count(*) FROM events") == 2
+    with pytest.raises(eventstore.PartialDuplicate):
+        async with any_conn.transaction():
+            await store.append(
+                any_conn,
+                ("test", "i"),
+                2,
+                [noted(1), noted(3)],
+                TEST_ACTOR,
+                event_ids=[ids[0], uuid.uuid4()],
+            )
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE events SET type = 'Forged'",
+        "DELETE FROM events",
+        "TRUNCATE events",
+    ],
+)
+async def test_the_log_rejects_update_delete_truncate(any_conn: Conn, statement: str) -> None:
+    await append(any_conn, [noted(1)])
+    with pytest.raises(asyncpg.InsufficientPrivilegeError, match="append-only"):
+        await any_conn.execute(statement)
+    assert await any_conn.fetchval("SELECT count(*) FROM events") == 1
+
+
+async def test_hashes_chain_from_a_zero_genesis(any_conn: Conn) -> None:
+    await append(any_conn, [noted(1), noted(2, "ü")])
+    await append(any_conn, [noted(3)])
+    rows = await any_conn.fetch(
+        """SELECT prev_hash, hash, event_canonical(position, stream_type, stream_key,
+               stream_version, event_id, type, schema_version, data, metadata, recorded_at) AS c
+           FROM events ORDER BY position"""
+    )
+    previous = bytes(32)
+    for row in rows:
+        assert bytes(row["prev_hash"]) == previous
+        assert bytes(row["hash"]) == hashlib.sha256(previous + row["c"].encode()).digest()
+        previous = bytes(row["hash"])
+    head = await any_conn.fetchrow("SELECT position, hash FROM log_head")
+    assert head is not None
+    assert (head["position"], bytes(head["hash"])) == (3, previous)
+
+
+async def test_read_all_pages_through_the_whole_log(any_conn: Conn) -> None:
+    for i in range(7):
+        await append(any_conn, [noted(i)])
+    batches = [b async for b in eventstore.read_all(any_conn, after=2, batch=2)]
+    assert [[r.position for r in b] for b in batches] == [[3, 4], [5, 6], [7]]
+    assert isinstance(batches[0][0].event, Noted)

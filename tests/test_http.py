@@ -1,0 +1,316 @@
+"""HTTP basics through a real aiohttp server: health, readiness, errors, auth, content type."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from aiohttp.test_utils import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from service.appkeys import LIFECYCLE, POOL, SCHEMA_VERSION
+from service.logs import configure_logging
+from tests.conftest import ADMIN, ADMIN_TOKEN, AiohttpClient
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+Client = TestClient[Any, Any]
+UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+JSON = {"Content-Type": "application/json"}
+
+
+async def error_of(resp: Any, status: int, name: str) -> str:
+    """Assert an error answer's status and whole body shape; return its message."""
+    assert resp.status == status
+    assert resp.content_type == "application/json"
+    body = await resp.json()
+    assert set(body) == {"id", "name", "message"}
+    assert UUID_RE.match(body["id"])
+    assert body["name"] == name
+    assert isinstance(body["message"], str)
+    assert body["message"]
+    return str(body["message"])
+
+
+async def make_token(client: Client, token_type: str = "client") -> dict[str, Any]:
+    resp = await client.post(
+        "/api/admin/api-tokens",
+        json={"tokenName": f"t-{token_type}", "type": token_type},
+        headers=ADMIN,
+    )
+    assert resp.status == 201
+    body: dict[str, Any] = await resp.json()
+    return body
+
+
+async def test_health_answers_good(client: Client) -> None:
+    resp = await client.get("/health")
+    assert resp.status == 200
+    assert await resp.json() == {"health": "GOOD"}
+
+
+async def test_ready_when_database_and_schema_are_current(client: Client) -> None:
+    resp = await client.get("/ready")
+    assert resp.status == 200
+    assert await resp.json() == {"health": "GOOD"}
+
+
+async def test_not_ready_while_draining(client: Client, app: web.Application) -> None:
+    app[LIFECYCLE].draining = True
+    await error_of(await client.get("/ready"), 503, "ServiceUnavailableError")
+    assert (await client.get("/health")).status == 200
+
+
+async def test_not_ready_when_the_schema_is_behind(
+    app: web.Application, aiohttp_client: AiohttpClient
+) -> None:
+    app[SCHEMA_VERSION] = 99
+    client = await aiohttp_client(app)
+    message = await error_of(await client.get("/ready"), 503, "ServiceUnavailableError")
+    assert message.endswith("expected 99")
+
+
+async def test_not_ready_when_the_database_is_gone(client: Client, app: web.Application) -> None:
+    await app[POOL].close()
+    message = await error_of(await client.get("/ready"), 503, "ServiceUnavailableError")
+    assert message == "The database does not answer"
+
+
+@pytest.mark.parametrize("path", ["/nope", "/api/nope", "/api/admin/nope"])
+async def test_unknown_routes_are_404_json(client: Client, path: str) -> None:
+    await error_of(await client.get(path, headers=ADMIN), 404, "NotFoundError")
+
+
+async def test_wrong_method_is_405_json(client: Client) -> None:
+    resp = await client.post("/health")
+    await error_of(resp, 405, "MethodNotAllowedError")
+    assert resp.headers["Allow"] == "GET"
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{}, {"Authorization": ""}, {"Authorization": "*:*.wrong"}, {"Authorization": "Bearer "}],
+)
+async def test_missing_or_unknown_token_is_401(client: Client, headers: dict[str, str]) -> None:
+    resp = await client.get("/api/admin/api-tokens", headers=headers)
+    await error_of(resp, 401, "AuthenticationRequired")
+
+
+async def test_unknown_admin_path_needs_auth_first(client: Client) -> None:
+    await error_of(await client.get("/api/admin/nope"), 401, "AuthenticationRequired")
+
+
+@pytest.mark.parametrize("prefix", ["", "Bearer ", "bearer ", "BEARER  "])
+async def test_bearer_prefix_is_accepted(client: Client, prefix: str) -> None:
+    resp = await client.get(
+        "/api/admin/api-tokens", headers={"Authorization": prefix + ADMIN_TOKEN}
+    )
+    assert resp.status == 200
+
+
+@pytest.mark.parametrize("token_type", ["client", "frontend"])
+async def test_client_and_frontend_tokens_get_403(client: Client, token_type: str) -> None:
+    token = (await make_token(client, token_type))["secret"]
+    resp = await client.get("/api/admin/api-tokens", headers={"Authorization": token})
+    await error_of(resp, 403, "NoAccessError")
+
+
+async def test_permission_is_checked_before_content_type(client: Client) -> None:
+    token = (await make_token(client))["secret"]
+    resp = await client.post(
+        "/api/admin/api-tokens",
+        data="x",
+        headers={"Authorization": token, "Content-Type": "text/plain"},
+    )
+    await error_of(resp, 403, "NoAccessError")
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", ""])
+async def test_non_json_body_is_415(client: Client, content_type: str) -> None:
+    resp = await client.post(
+        "/api/admin/api-tokens",
+        data=b'{"tokenName": "x", "type": "client"}',
+        headers={**ADMIN, "Content-Type": content_type},
+    )
+    await error_of(resp, 415, "ContentTypeerror")
+
+
+async def test_json_with_charset_is_accepted(client: Client) -> None:
+    resp = await client.post(
+        "/api/admin/api-tokens",
+        data=b'{"tokenName": "x", "type": "client"}',
+        headers={**ADMIN, "Content-Type": "application/json; charset=utf-8"},
+    )
+    assert resp.status == 201
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"", "A JSON request body is required"),
+        (b"{", "Malformed JSON"),
+        (b"[1, 2]", "Expected `object`, got `array`"),
+        (b'{"type": "client"}', "Object missing required field `tokenName`"),
+        (b'{"tokenName": 5, "type": "client"}', "Expected `str`, got `int` - at `$.tokenName`"),
+        (
+            b'{"tokenName": "", "type": "client"}',
+            "Expected `str` of length >= 1 - at `$.tokenName`",
+        ),
+        (b'{"tokenName": "x", "type": "root"}', "type must be one of admin, client, frontend"),
+    ],
+)
+async def test_bad_bodies_are_400_naming_the_field(
+    client: Client, app: web.Application, body: bytes, message: str
+) -> None:
+    resp = await client.post("/api/admin/api-tokens", data=body, headers={**ADMIN, **JSON})
+    assert (await error_of(resp, 400, "ValidationError")).startswith(message)
+    async with app[POOL].acquire() as conn:
+        assert await conn.fetchval("SELECT count(*) FROM events") == 1  # the seeded admin token
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    body=st.one_of(
+        st.binary(max_size=200),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+            lambda inner: (
+                st.lists(inner, max_size=3)
+                | st.dictionaries(st.text(max_size=10), inner, max_size=3)
+            ),
+            max_leaves=8,
+        ).map(lambda v: json.dumps(v).encode()),
+    )
+)
+async def test_arbitrary_bodies_never_cause_a_500(client: Client, body: bytes) -> None:
+    resp = await client.post("/api/admin/api-tokens", data=body, headers={**ADMIN, **JSON})
+    assert resp.status in {201, 400}
+    if resp.status == 400:
+        await error_of(resp, 400, "ValidationError")
+
+
+async def test_unexpected_exceptions_are_500_with_a_logged_id(
+    app: web.Application, aiohttp_client: AiohttpClient
+) -> None:
+    async def boom(_request: web.Request) -> web.Response:
+        raise RuntimeError("kaput")
+
+    app.router.add_get("/boom", boom)
+    buffer = io.StringIO()
+    configure_logging("json", "info", buffer)
+    client = await aiohttp_client(app)
+    resp = await client.get("/boom")
+    await error_of(resp, 500, "InternalError")
+    error_id = (await resp.json())["id"]
+    lines = [json.loads(line) for line in buffer.getvalue().splitlines()]
+    crash = next(line for line in lines if line["event"] == "unhandled_error")
+    assert crash["error_id"] == error_id
+    assert "RuntimeError: kaput" in crash["exception"]
+    request_line = next(line for line in lines if line["event"] == "request")
+    assert (request_line["status"], request_line["error_id"]) == (500, error_id)
+
+
+async def test_request_id_is_echoed_or_made(client: Client) -> None:
+    resp = await client.get("/health", headers={"X-Request-Id": "abc-123"})
+    assert resp.headers["X-Request-Id"] == "abc-123"
+    resp = await client.get("/health")
+    assert UUID_RE.match(resp.headers["X-Request-Id"])
+    resp = await client.get("/health", headers={"X-Request-Id": "bad id\twith spaces"})
+    assert UUID_RE.match(resp.headers["X-Request-Id"])
+
+
+async def test_one_log_line_per_request_without_the_token(
+    app: web.Application, aiohttp_client: AiohttpClient
+) -> None:
+    buffer = io.StringIO()
+    configure_logging("json", "info", buffer)
+    client = await aiohttp_client(app)
+    await client.get("/api/admin/api-tokens", headers={**ADMIN, "X-Request-Id": "r-1"})
+    await client.get("/api/admin/nope", headers={"X-Request-Id": "r-2"})
+    output = buffer.getvalue()
+    assert "test-admin-secret" not in output
+    lines = [json.loads(line) for line in output.splitlines()]
+    requests = [line for line in lines if line["event"] == "request"]
+    assert len(requests) == 2
+    first, second = requests
+    assert {k: first[k] for k in ("request_id", "method", "path", "status", "route")} == {
+        "request_id": "r-1",
+        "method": "GET",
+        "path": "/api/admin/api-tokens",
+        "status": 200,
+        "route": "/api/admin/api-tokens",
+    }
+    assert isinstance(first["duration_ms"], float)
+    assert first["principal"].startswith("api-token:")
+    assert (second["request_id"], second["status"], second["error"]) == (
+        "r-2",
+        401,
+        "AuthenticationRequired",
+    )
+
+
+async def test_api_token_lifecycle(client: Client, app: web.Application) -> None:
+    created = await make_token(client, "admin")
+    secret = created.pop("secret")
+    assert re.fullmatch(r"\*:\*\.[0-9a-f]{64}", secret)
+    assert created == {
+        "id": created["id"],
+        "tokenName": "t-admin",
+        "type": "admin",
+        "environment": "*",
+        "project": "*",
+        "projects": ["*"],
+        "createdAt": created["createdAt"],
+        "expiresAt": None,
+    }
+    listed = (await (await client.get("/api/admin/api-tokens", headers=ADMIN)).json())["tokens"]
+    assert [t["tokenName"] for t in listed] == ["admin", "t-admin"]
+    assert listed[1]["secret"] == secret[:8] + "********"
+    assert secret not in json.dumps(listed)
+    mine = {"Authorization": secret}
+    assert (await client.get("/api/admin/api-tokens", headers=mine)).status == 200
+    resp = await client.delete(f"/api/admin/api-tokens/{created['id']}", headers=ADMIN)
+    assert resp.status == 200
+    await error_of(
+        await client.get("/api/admin/api-tokens", headers=mine), 401, "AuthenticationRequired"
+    )
+    resp = await client.delete(f"/api/admin/api-tokens/{created['id']}", headers=ADMIN)
+    await error_of(resp, 404, "NotFoundError")
+    await error_of(
+        await client.delete("/api/admin/api-tokens/x", headers=ADMIN), 404, "NotFoundError"
+    )
+    async with app[POOL].acquire() as conn:
+        types = [r["type"] for r in await conn.fetch("SELECT type FROM events ORDER BY position")]
+        assert types == ["ApiTokenCreated", "ApiTokenCreated", "ApiTokenDeleted"]
+        assert secret not in await conn.fetchval("SELECT string_agg(data::text, '') FROM events")
+
+
+async def test_client_token_defaults_and_format(client: Client) -> None:
+    created = await make_token(client, "client")
+    assert re.fullmatch(r"\*:development\.[0-9a-f]{64}", created["secret"])
+    assert (created["environment"], created["projects"]) == ("development", ["*"])
+
+
+async def test_expired_tokens_are_rejected(client: Client) -> None:
+    resp = await client.post(
+        "/api/admin/api-tokens",
+        json={"tokenName": "old", "type": "admin", "expiresAt": "2000-01-01T00:00:00Z"},
+        headers=ADMIN,
+    )
+    assert (await error_of(resp, 400, "ValidationError")).startswith(
+        "expiresAt must be in the future"
+    )
+
+
+async def test_request_ids_are_unique(client: Client) -> None:
+    ids = {(await client.get("/nope")).headers["X-Request-Id"] for _ in range(5)}
+    assert len(ids) == 5
+    assert all(uuid.UUID(i) for i in ids)
