@@ -13,6 +13,7 @@ from aiohttp.test_utils import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from service.app import ROUTES
 from service.appkeys import LIFECYCLE, POOL, SCHEMA_VERSION
 from service.logs import configure_logging
 from tests.conftest import ADMIN, ADMIN_TOKEN, AiohttpClient
@@ -314,3 +315,14 @@ async def test_request_ids_are_unique(client: Client) -> None:
     ids = {(await client.get("/nope")).headers["X-Request-Id"] for _ in range(5)}
     assert len(ids) == 5
     assert all(uuid.UUID(i) for i in ids)
+
+
+async def test_every_admin_route_requires_a_token(client: Client) -> None:
+    """Walk the route table: no admin route is open by accident."""
+    admin_routes = [r for r in ROUTES if r.path.startswith("/api/admin")]
+    assert admin_routes
+    for route in admin_routes:
+        path = re.sub(r"\{[^}]+\}", "1", route.path)
+        resp = await client.request(route.method, path, json={})
+        await error_of(resp, 401, "AuthenticationRequired")
+    assert all(r.permission for r in ROUTES)
