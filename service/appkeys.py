@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import asyncpg
@@ -22,6 +23,22 @@ class Lifecycle:
     """Mutable run state: draining turns /ready to 503 during a graceful stop."""
 
     draining: bool = False
+    in_flight: int = 0
+    idle: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def started(self) -> None:
+        self.in_flight += 1
+        self.idle.clear()
+
+    def finished(self) -> None:
+        self.in_flight -= 1
+        if self.in_flight == 0:
+            self.idle.set()
+
+    async def wait_idle(self) -> None:
+        """Until no request is in flight (callers bound it with asyncio.timeout)."""
+        if self.in_flight:
+            await self.idle.wait()
 
 
 SETTINGS = web.AppKey("settings", Settings)

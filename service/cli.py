@@ -56,12 +56,17 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(settings.log_format, settings.log_level)
     if args.command == "dsn":
         return _print_dsn(settings)
-    if args.command != "serve":
-        # SIGTERM unwinds like Ctrl-C, so the embedded PostgreSQL is stopped on the way out.
-        signal.signal(signal.SIGTERM, _raise_interrupt)
+    # SIGTERM unwinds like Ctrl-C, so the embedded PostgreSQL is stopped on the way out;
+    # once serving, `serve` replaces this with a graceful stop.
+    signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         with database(settings) as dsn:
-            return asyncio.run(_dispatch(args, settings, dsn))
+            try:
+                return asyncio.run(_dispatch(args, settings, dsn))
+            finally:
+                # Stopping the embedded server takes a moment; a second signal must not cut it.
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
     except (ConfigError, db.MigrationError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -143,6 +148,14 @@ async def serve(settings: Settings, dsn: str, *, migrate: bool = True) -> int:
     app[LIFECYCLE].draining = True
     log.info("draining", seconds=settings.shutdown_drain_seconds)
     await asyncio.sleep(settings.shutdown_drain_seconds)
+    # Stop accepting, then let in-flight requests finish while their connections still read:
+    # cleanup() marks every connection as closing at once, and aiohttp then drops body bytes
+    # that arrive later (aio-libs/aiohttp#2298).
+    for site in list(app_runner.sites):
+        await site.stop()
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(settings.shutdown_timeout_seconds):
+            await app[LIFECYCLE].wait_idle()
     await app_runner.cleanup()
     log.info("stopped")
     return 0

@@ -14,7 +14,15 @@ import structlog
 from aiohttp import web
 
 from service import auth, errors
-from service.appkeys import ERROR_ID, ERROR_NAME, POOL, PRINCIPAL, REQUEST_ID, ROUTE_TABLE
+from service.appkeys import (
+    ERROR_ID,
+    ERROR_NAME,
+    LIFECYCLE,
+    POOL,
+    PRINCIPAL,
+    REQUEST_ID,
+    ROUTE_TABLE,
+)
 from service.auth import Principal
 
 log = structlog.get_logger()
@@ -83,12 +91,15 @@ async def request_context(request: web.Request, handler: Handler) -> web.StreamR
     structlog.contextvars.bind_contextvars(request_id=request_id)
     started = time.perf_counter()
     status = 499  # the client went away before an answer
+    lifecycle = request.app[LIFECYCLE]
+    lifecycle.started()
     try:
         response = await handler(request)
         status = response.status
         response.headers["X-Request-Id"] = request_id
         return response
     finally:
+        lifecycle.finished()
         _log_request(request, status, (time.perf_counter() - started) * 1000)
         structlog.contextvars.clear_contextvars()
 

@@ -1,0 +1,557 @@
+"""The service as a real subprocess: first start, signals, restarts, CLI commands, bad settings."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import aiohttp
+import asyncpg
+import psutil
+import pytest
+
+from service import db
+from service.settings import Settings
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Iterator
+
+    from tests.pg import PgServer
+
+pytestmark = pytest.mark.process
+
+ROOT = Path(__file__).resolve().parent.parent
+GENERATED_TOKEN = re.compile(r"\*:\*\.[0-9a-f]{64}(?![0-9a-f])")
+CLIENT_SECRET = re.compile(r"^\*:development\.[0-9a-f]{64}$")
+START_TIMEOUT = 30.0
+STOP_TIMEOUT = 20.0
+CLI_TIMEOUT = 60.0
+DRAIN_SECONDS = 1.0
+SHUTDOWN_TIMEOUT = 3.0  # in-flight requests get this long after the drain
+
+
+# --- helpers ----------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class Server:
+    proc: subprocess.Popen[bytes]
+    port: int
+    stdout_path: Path
+    stderr_path: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def stdout(self) -> str:
+        return self.stdout_path.read_text(encoding="utf-8")
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(encoding="utf-8")
+
+    def log_lines(self) -> list[dict[str, Any]]:
+        """Every stdout line is a JSON log record (LOG_FORMAT=json); read after exit."""
+        return [json.loads(line) for line in self.stdout().splitlines()]
+
+    def generated_token(self) -> str:
+        """The one admin token serve printed on stderr (exactly one line carries it)."""
+        lines = [line for line in self.stderr().splitlines() if GENERATED_TOKEN.search(line)]
+        assert len(lines) == 1, self.stderr()
+        (token,) = GENERATED_TOKEN.findall(lines[0])
+        assert lines[0].endswith(token)
+        return str(token)
+
+
+def run_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "service", *args],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=CLI_TIMEOUT,
+        check=False,
+    )
+
+
+def stop_postgres(pgdata: Path) -> None:
+    """Terminate (then kill) any postgres left serving pgdata."""
+    procs = db.postgres_processes(pgdata)
+    for proc in procs:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            proc.terminate()
+    _, alive = psutil.wait_procs(procs, timeout=5)
+    for proc in alive:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            proc.kill()
+
+
+class Harness:
+    """Owns every process and directory a test creates; cleanup() leaves no orphans."""
+
+    def __init__(self) -> None:
+        self.dirs: list[Path] = []
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.logs = self.new_dir()
+
+    def new_dir(self) -> Path:
+        path = Path(tempfile.mkdtemp(prefix="fl-", dir="/tmp")).resolve()
+        self.dirs.append(path)
+        return path
+
+    def env(self, data_dir: Path, **extra: str) -> dict[str, str]:
+        env = dict(os.environ)
+        for name in Settings.__struct_fields__:  # DATABASE_URL among them: embedded by default
+            env.pop(name.upper(), None)
+        env.update(HOST="127.0.0.1", LOG_FORMAT="json", DATA_DIR=str(data_dir))
+        env.update(extra)
+        return env
+
+    def start(self, data_dir: Path, **extra: str) -> Server:
+        port = free_port()
+        env = self.env(data_dir, PORT=str(port), **extra)
+        number = len(self.procs) + 1
+        out, err = self.logs / f"serve-{number}.out", self.logs / f"serve-{number}.err"
+        with out.open("wb") as stdout, err.open("wb") as stderr:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "service", "serve"],
+                cwd=ROOT,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=stdout,
+                stderr=stderr,
+            )
+        self.procs.append(proc)
+        return Server(proc, port, out, err)
+
+    async def serve(self, data_dir: Path, **extra: str) -> Server:
+        server = self.start(data_dir, **extra)
+        await wait_ready(server)
+        return server
+
+    async def cli(
+        self, data_dir: Path, *args: str, **extra: str
+    ) -> subprocess.CompletedProcess[str]:
+        return await asyncio.to_thread(run_cli, self.env(data_dir, **extra), *args)
+
+    def cleanup(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=10)
+        for path in self.dirs:
+            stop_postgres(path / "pg")
+            shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def harness() -> Iterator[Harness]:
+    harness = Harness()
+    try:
+        yield harness
+    finally:
+        harness.cleanup()
+
+
+@contextlib.asynccontextmanager
+async def client() -> AsyncIterator[aiohttp.ClientSession]:
+    """A session that opens a new connection for every request."""
+    async with aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(force_close=True),
+        timeout=aiohttp.ClientTimeout(total=10),
+    ) as session:
+        yield session
+
+
+async def call(
+    method: str, url: str, *, token: str | None = None, body: Any = None
+) -> tuple[int, Any]:
+    headers = {"Authorization": token} if token is not None else {}
+    async with client() as session, session.request(method, url, headers=headers, json=body) as r:
+        return r.status, await r.json()
+
+
+async def wait_ready(server: Server) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    async with client() as session:
+        while True:
+            code = server.proc.poll()
+            if code is not None:
+                pytest.fail(f"serve exited with {code} before it was ready:\n{server.stderr()}")
+            with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+                async with session.get(f"{server.url}/ready") as resp:
+                    if resp.status == 200:
+                        return
+            if time.monotonic() > deadline:
+                pytest.fail(f"/ready not 200 within {START_TIMEOUT} s:\n{server.stderr()}")
+            await asyncio.sleep(0.05)
+
+
+async def wait_exit(server: Server, timeout: float = STOP_TIMEOUT) -> int:
+    deadline = time.monotonic() + timeout
+    while (code := server.proc.poll()) is None:
+        if time.monotonic() > deadline:
+            pytest.fail(f"serve did not exit within {timeout} s of the signal:\n{server.stderr()}")
+        await asyncio.sleep(0.05)
+    return code
+
+
+async def stop(server: Server, sig: signal.Signals = signal.SIGTERM) -> int:
+    server.proc.send_signal(sig)
+    return await wait_exit(server)
+
+
+async def assert_no_postgres(data_dir: Path) -> None:
+    """No postgres serves data_dir/pg (a postmaster that is just exiting gets a moment)."""
+    pgdata = data_dir / "pg"
+    deadline = time.monotonic() + 3
+    while (left := db.postgres_processes(pgdata)) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert left == [], [p.info for p in left]
+
+
+async def wait_refused(port: int) -> None:
+    """Until a new connection to port is refused (the listener is closed)."""
+    deadline = time.monotonic() + 5
+    while True:
+        try:
+            _, probe = await asyncio.open_connection("127.0.0.1", port)
+        except ConnectionRefusedError:
+            return
+        probe.close()
+        await probe.wait_closed()
+        assert time.monotonic() < deadline, f"port {port} still accepts connections"
+        await asyncio.sleep(0.05)
+
+
+def postmaster_pid(data_dir: Path) -> int:
+    return int((data_dir / "pg" / "postmaster.pid").read_text().splitlines()[0])
+
+
+def assert_timestamp(value: Any) -> None:
+    assert isinstance(value, str)
+    assert datetime.fromisoformat(value).tzinfo is not None
+
+
+def admin_token_json(token_id: int, hint: str, created_at: str) -> dict[str, Any]:
+    return {
+        "id": token_id,
+        "secret": hint,
+        "tokenName": "admin",
+        "type": "admin",
+        "environment": "*",
+        "project": "*",
+        "projects": ["*"],
+        "createdAt": created_at,
+        "expiresAt": None,
+    }
+
+
+def assert_error_body(body: Any, name: str, message: str) -> None:
+    assert isinstance(body, dict)
+    assert set(body) == {"id", "name", "message"}
+    uuid.UUID(body["id"])
+    assert (body["name"], body["message"]) == (name, message)
+
+
+# --- tests ------------------------------------------------------------------------------------
+
+
+async def test_first_start_prints_one_working_admin_token(harness: Harness) -> None:
+    data_dir = harness.new_dir()
+    server = await harness.serve(data_dir)
+    token = server.generated_token()
+    assert server.stderr().count(token) == 1
+
+    tokens_url = f"{server.url}/api/admin/api-tokens"
+    status, body = await call("GET", tokens_url, token=token)
+    assert status == 200
+    created_at = body["tokens"][0]["createdAt"]
+    assert_timestamp(created_at)
+    # The listing shows a masked hint, never the secret itself.
+    assert body == {"tokens": [admin_token_json(1, f"*:*.{token[4:8]}********", created_at)]}
+    assert token[4:] not in json.dumps(body)
+
+    # The token is what grants access: none, or a wrong one, is refused.
+    status, body = await call("GET", tokens_url)
+    assert status == 401
+    assert_error_body(
+        body,
+        "AuthenticationRequired",
+        "You must log in or send a valid API token in the Authorization header",
+    )
+    status, _ = await call("GET", tokens_url, token=f"*:*.{'0' * 64}")
+    assert status == 401
+
+    assert await call("GET", f"{server.url}/health") == (200, {"health": "GOOD"})
+    assert await call("GET", f"{server.url}/ready") == (200, {"health": "GOOD"})
+
+    assert await stop(server) == 0
+    await assert_no_postgres(data_dir)
+    stdout = server.stdout()
+    assert token[4:] not in stdout  # not even the random part reaches the log
+    events = [line["event"] for line in server.log_lines()]  # and every line is JSON
+    migrations = len(db.load_migrations())
+    assert events[:migrations] == ["migration_applied"] * migrations
+    assert "listening" in events
+    assert events[-2:] == ["draining", "stopped"]
+
+
+@pytest.mark.parametrize(
+    "body_after_drain",
+    [
+        pytest.param(False, id="body-within-drain"),
+        pytest.param(True, id="body-after-drain"),
+    ],
+)
+async def test_sigterm_drains_and_finishes_in_flight_request(
+    harness: Harness, body_after_drain: bool
+) -> None:
+    data_dir = harness.new_dir()
+    server = await harness.serve(
+        data_dir,
+        SHUTDOWN_DRAIN_SECONDS=str(DRAIN_SECONDS),
+        SHUTDOWN_TIMEOUT_SECONDS=str(SHUTDOWN_TIMEOUT),
+    )
+    token = server.generated_token()
+
+    payload = b'{"tokenName":"slow","type":"client"}'
+    head = (
+        "POST /api/admin/api-tokens HTTP/1.1\r\n"
+        f"Host: 127.0.0.1:{server.port}\r\n"
+        f"Authorization: {token}\r\n"
+        "Content-Type: application/json\r\n"
+        f"Content-Length: {len(payload)}\r\n"
+        "\r\n"
+    ).encode()
+    half = len(payload) // 2
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    try:
+        writer.write(head + payload[:half])
+        await writer.drain()
+        await asyncio.sleep(0.2)  # the server parses the headers and waits for the body
+
+        signalled = time.monotonic()
+        server.proc.send_signal(signal.SIGTERM)
+        # /ready flips to 503 as soon as the signal is handled, while the listener stays open.
+        while True:
+            status, body = await call("GET", f"{server.url}/ready")
+            if status != 200 or time.monotonic() - signalled > DRAIN_SECONDS:
+                break
+            await asyncio.sleep(0.02)
+        assert status == 503, body
+        assert_error_body(body, "ServiceUnavailableError", "The service is shutting down")
+        assert await call("GET", f"{server.url}/health") == (200, {"health": "GOOD"})
+        assert time.monotonic() - signalled < DRAIN_SECONDS
+        assert server.proc.poll() is None
+
+        if body_after_drain:
+            await wait_refused(server.port)  # the drain is over: no new connections
+
+        writer.write(payload[half:])
+        await writer.drain()
+        raw = await asyncio.wait_for(reader.read(), SHUTDOWN_TIMEOUT + 5)
+    finally:
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+
+    response_head, _, response_body = raw.partition(b"\r\n\r\n")
+    assert response_head.split(b"\r\n")[0] == b"HTTP/1.1 201 Created", raw
+    created = json.loads(response_body)
+    assert CLIENT_SECRET.match(created["secret"]), created
+    assert_timestamp(created["createdAt"])
+    assert created == {
+        "id": 2,
+        "secret": created["secret"],
+        "tokenName": "slow",
+        "type": "client",
+        "environment": "development",
+        "project": "*",
+        "projects": ["*"],
+        "createdAt": created["createdAt"],
+        "expiresAt": None,
+    }
+
+    assert await wait_exit(server) == 0
+    await assert_no_postgres(data_dir)
+    logs = server.log_lines()
+    assert {"event": "draining", "seconds": DRAIN_SECONDS}.items() <= next(
+        line for line in logs if line["event"] == "draining"
+    ).items()
+    posts = [line for line in logs if line["event"] == "request" and line["method"] == "POST"]
+    assert [(p["path"], p["status"]) for p in posts] == [("/api/admin/api-tokens", 201)]
+
+
+async def test_sigint_stops_cleanly(harness: Harness) -> None:
+    data_dir = harness.new_dir()
+    server = await harness.serve(data_dir)
+    assert db.postgres_processes(data_dir / "pg") != []
+    assert await stop(server, signal.SIGINT) == 0
+    await assert_no_postgres(data_dir)
+    assert server.log_lines()[-1]["event"] == "stopped"
+    assert "Traceback" not in server.stderr()
+
+
+async def test_data_is_kept_across_restarts(harness: Harness) -> None:
+    data_dir = harness.new_dir()
+    first = await harness.serve(data_dir)
+    token = first.generated_token()
+    status, created = await call(
+        "POST",
+        f"{first.url}/api/admin/api-tokens",
+        token=token,
+        body={"tokenName": "kept", "type": "client"},
+    )
+    assert status == 201, created
+    assert CLIENT_SECRET.match(created["secret"]), created
+    assert await stop(first) == 0
+    await assert_no_postgres(data_dir)
+
+    second = await harness.serve(data_dir)
+    assert not GENERATED_TOKEN.search(second.stderr()), second.stderr()
+    assert "created one" not in second.stderr()
+    status, body = await call("GET", f"{second.url}/api/admin/api-tokens", token=token)
+    assert status == 200
+    admin_created_at = body["tokens"][0]["createdAt"]
+    hint = f"*:development.{created['secret'].rpartition('.')[2][:4]}********"
+    assert body == {
+        "tokens": [
+            admin_token_json(1, f"*:*.{token[4:8]}********", admin_created_at),
+            created | {"secret": hint},
+        ]
+    }
+    # The client token was stored too (a client token may not use the admin API).
+    status, _ = await call("GET", f"{second.url}/api/admin/api-tokens", token=created["secret"])
+    assert status == 403
+    assert await stop(second) == 0
+    await assert_no_postgres(data_dir)
+
+
+async def test_cli_commands_share_the_embedded_server_with_serve(harness: Harness) -> None:
+    data_dir = harness.new_dir()
+    server = await harness.serve(data_dir)
+    token = server.generated_token()
+    pid = postmaster_pid(data_dir)
+
+    migrate = await harness.cli(data_dir, "migrate")
+    assert migrate.returncode == 0, migrate.stderr
+    assert migrate.stdout == "applied 0 migration(s): none pending\n"
+
+    verify = await harness.cli(data_dir, "verify")
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    lines = verify.stdout.splitlines()
+    assert lines[-1] == "verify: OK"
+    assert not [line for line in lines if line.startswith("PROBLEM")]
+
+    dsn = await harness.cli(data_dir, "dsn")
+    assert dsn.returncode == 0, dsn.stderr
+    uri = dsn.stdout.strip()
+    assert uri.startswith("postgresql://"), uri
+    assert dsn.stdout.count("\n") == 1
+    conn = await asyncpg.connect(uri)
+    try:
+        event_count = await conn.fetchval("SELECT count(*) FROM events")
+    finally:
+        await conn.close()
+    assert event_count >= 1
+    assert lines[0] == f"events: {event_count}"
+
+    export = await harness.cli(data_dir, "export")
+    assert export.returncode == 0, export.stderr
+    assert export.stderr.endswith(f"exported {event_count} events\n")
+    exported = [json.loads(line) for line in export.stdout.splitlines()]
+    assert [e["position"] for e in exported] == list(range(1, event_count + 1))
+    previous = "0" * 64
+    for event in exported:
+        assert {"position", "type", "data", "hash", "prev_hash"} <= set(event)
+        assert isinstance(event["data"], dict)
+        assert event["prev_hash"] == previous  # the exported chain links up
+        assert re.fullmatch(r"[0-9a-f]{64}", event["hash"])
+        previous = event["hash"]
+    assert token[4:] not in export.stdout  # only the hash of the admin token is recorded
+
+    # The commands joined and left the server serve runs; they did not stop or restart it.
+    assert postmaster_pid(data_dir) == pid
+    assert await call("GET", f"{server.url}/ready") == (200, {"health": "GOOD"})
+    status, body = await call("GET", f"{server.url}/api/admin/api-tokens", token=token)
+    assert status == 200
+    assert [t["tokenName"] for t in body["tokens"]] == ["admin"]
+
+    assert await stop(server) == 0
+    await assert_no_postgres(data_dir)
+
+
+async def test_dsn_without_running_server_fails(harness: Harness) -> None:
+    data_dir = harness.new_dir()
+    result = await harness.cli(data_dir, "dsn")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.startswith(f"error: no embedded PostgreSQL is running in {data_dir}")
+    assert not (data_dir / "pg").exists()  # it only looked; it started nothing
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("PORT", "notaport"), ("PORT", "70000"), ("INIT_ADMIN_API_TOKENS", "foo")],
+)
+def test_bad_setting_exits_2_naming_it(harness: Harness, name: str, value: str) -> None:
+    data_dir = harness.new_dir()
+    result = run_cli(harness.env(data_dir, **{name: value}), "serve")
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("error: Invalid setting")
+    assert name in result.stderr
+    assert result.stdout == ""
+    assert list(data_dir.iterdir()) == []  # refused before any database work
+
+
+async def test_database_url_on_postgresql_15(harness: Harness, pg15: PgServer) -> None:
+    dsn = await pg15.new_database()
+    admin = "*:*.pg15-secret-abc"
+    try:
+        data_dir = harness.new_dir()
+        settings = {"DATABASE_URL": dsn, "INIT_ADMIN_API_TOKENS": admin}
+        server = await harness.serve(data_dir, **settings)
+        assert "created one" not in server.stderr()
+        assert await call("GET", f"{server.url}/ready") == (200, {"health": "GOOD"})
+        status, body = await call("GET", f"{server.url}/api/admin/api-tokens", token=admin)
+        assert status == 200
+        created_at = body["tokens"][0]["createdAt"]
+        assert body == {
+            "tokens": [admin_token_json(body["tokens"][0]["id"], "*:*.pg15********", created_at)]
+        }
+
+        verify = await harness.cli(data_dir, "verify", **settings)
+        assert verify.returncode == 0, verify.stdout + verify.stderr
+        assert verify.stdout.splitlines()[-1] == "verify: OK"
+
+        assert await stop(server) == 0
+        assert list(data_dir.iterdir()) == []  # DATA_DIR was never used
+        await assert_no_postgres(data_dir)
+    finally:
+        await pg15.drop_database(dsn)
