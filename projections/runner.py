@@ -87,7 +87,7 @@ async def run_async_projections(pool: asyncpg.Pool, dsn: str, stop: asyncio.Even
                 try:
                     while await catch_up_once(pool, projection) and not stop.is_set():
                         pass
-                except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
+                except Exception:  # keep following; the next wake-up or poll retries
                     log.exception("projection_failed", projection=projection.name)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(_first(wake, stop), POLL_SECONDS)
@@ -112,6 +112,9 @@ async def replay(conn: Conn) -> int:
     """Rebuild every read model from the log, under the append lock. Returns events applied."""
     async with conn.transaction():
         head = await conn.fetchval("SELECT position FROM log_head WHERE id = 1 FOR UPDATE")
+        # Take the async runners' checkpoint rows before their tables, in the order the runners
+        # take them, so a runner mid-batch finishes first instead of deadlocking with us.
+        await conn.execute("SELECT name FROM projection_checkpoints ORDER BY name FOR UPDATE")
         tables = [t for p in ALL for t in p.tables]
         await conn.execute(f"TRUNCATE {', '.join(tables)}")  # our constants, never input
         count = await _rebuild(conn, {p.name: head for p in ALL})

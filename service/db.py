@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import re
 import warnings
 from dataclasses import dataclass
@@ -206,7 +205,3 @@ def postgres_processes(pgdata: Path) -> list[psutil.Process]:
         if proc.info.get("name") == "postgres" and str(pgdata) in " ".join(cmdline):
             found.append(proc)
     return found
-
-
-def env_database_url() -> str | None:
-    return os.environ.get("DATABASE_URL") or None

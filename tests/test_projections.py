@@ -190,3 +190,22 @@ async def test_export_writes_ndjson_in_position_order(any_conn: Conn) -> None:
     }
     out = io.StringIO()
     assert await cli.export(any_conn, out, after=1) == 1
+
+
+async def test_replay_while_the_runner_follows_the_log(any_dsn: str, any_conn: Conn) -> None:
+    for i in range(50):
+        await append(any_conn, [noted(i), noted(i)])
+    pool = await db.create_pool(any_dsn, 3)
+    stop = asyncio.Event()
+    runner = asyncio.create_task(run_async_projections(pool, any_dsn, stop))
+    try:
+        async with asyncio.timeout(20):
+            for _ in range(3):
+                await append(any_conn, [noted(0)])
+                assert await replay(any_conn) >= 100
+    finally:
+        stop.set()
+        await asyncio.wait_for(runner, 5)
+        await pool.close()
+    assert await any_conn.fetchval("SELECT sum(events) FROM activity_daily") == 103
+    assert (await verify(any_conn)).ok
