@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from projections import activity, api_tokens
+from projections import activity, api_tokens, features, projects
 
 if TYPE_CHECKING:
     from projections.base import Projection
 
-INLINE: tuple[Projection, ...] = (api_tokens.PROJECTION,)
+INLINE: tuple[Projection, ...] = (
+    api_tokens.PROJECTION,
+    projects.PROJECTION,
+    features.PROJECTION,
+)
 ASYNC: tuple[Projection, ...] = (activity.PROJECTION,)
 ALL: tuple[Projection, ...] = INLINE + ASYNC

@@ -12,9 +12,20 @@ from aiohttp import web
 from projections.runner import run_async_projections
 from service import auth, db
 from service.accounts import handlers as accounts
-from service.appkeys import LIFECYCLE, POOL, ROUTE_TABLE, SCHEMA_VERSION, SETTINGS, Lifecycle
+from service.appkeys import (
+    LIFECYCLE,
+    POOL,
+    RESOLVER,
+    ROUTE_TABLE,
+    SCHEMA_VERSION,
+    SETTINGS,
+    Lifecycle,
+    Resolver,
+)
 from service.errors import NotReady
+from service.features import handlers as features
 from service.http import MIDDLEWARES, Route, json_response
+from service.projects import handlers as projects
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -47,12 +58,21 @@ ROUTES: list[Route] = [
     Route("GET", "/health", health, auth.PUBLIC),
     Route("GET", "/ready", ready, auth.PUBLIC),
     *accounts.ROUTES,
+    *projects.ROUTES,
+    *features.ROUTES,
 ]
 
 
-def create_app(settings: Settings, dsn: str, *, async_projections: bool = True) -> web.Application:
+def create_app(
+    settings: Settings,
+    dsn: str,
+    *,
+    async_projections: bool = True,
+    resolver: Resolver = auth.resolve_token,
+) -> web.Application:
     app = web.Application(middlewares=MIDDLEWARES)
     app[SETTINGS] = settings
+    app[RESOLVER] = resolver
     app[LIFECYCLE] = Lifecycle()
     app[SCHEMA_VERSION] = len(db.load_migrations())
     app[ROUTE_TABLE] = {}

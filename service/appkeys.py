@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -41,7 +42,12 @@ class Lifecycle:
             await self.idle.wait()
 
 
+# Token -> principal (None when unknown). create_app takes another for tests that need a
+# principal with a chosen permission set before accounts exist.
+Resolver = Callable[[asyncpg.Pool, str], Awaitable[Principal | None]]
+
 SETTINGS = web.AppKey("settings", Settings)
+RESOLVER: web.AppKey[Resolver] = web.AppKey("resolver")
 POOL = web.AppKey("pool", asyncpg.Pool)
 LIFECYCLE = web.AppKey("lifecycle", Lifecycle)
 ROUTE_TABLE = web.AppKey("route_table", dict["AbstractRoute", "Route"])

@@ -1,4 +1,4 @@
-"""First start: seed admin tokens from INIT_ADMIN_API_TOKENS, or create one when none exists."""
+"""First start: the default environments and project, and the admin API tokens."""
 
 from __future__ import annotations
 
@@ -8,6 +8,9 @@ from typing import TYPE_CHECKING
 from service import auth, store
 from service.accounts import domain, queries
 from service.events import Metadata
+from service.projects import domain as projects
+from service.projects.commands import CreateEnvironment, CreateProject
+from service.projects.queries import ENVIRONMENT_EXISTS, ENVIRONMENT_NAMES, PROJECT
 
 if TYPE_CHECKING:
     from service.db import Conn
@@ -18,23 +21,51 @@ BOOTSTRAP = Metadata(
 )
 
 
-async def seed_admin_tokens(conn: Conn, tokens: tuple[str, ...]) -> str | None:
+async def seed(conn: Conn, admin_tokens: tuple[str, ...]) -> str | None:
+    """Create what a new install has, once. Returns a generated admin token, if one was made."""
+    await conn.execute("SELECT pg_advisory_lock($1)", BOOTSTRAP_LOCK)
+    try:
+        await _seed_defaults(conn)
+        return await _seed_admin_tokens(conn, admin_tokens)
+    finally:
+        await conn.execute("SELECT pg_advisory_unlock($1)", BOOTSTRAP_LOCK)
+
+
+async def _seed_defaults(conn: Conn) -> None:
+    now = datetime.now(UTC)
+    for name, env_type, sort_order in projects.DEFAULT_ENVIRONMENTS:
+        if await conn.fetchval(ENVIRONMENT_EXISTS, name):
+            continue
+        env = CreateEnvironment(name=name, type=env_type, sort_order=sort_order)
+        created = projects.create_environment(env, exists=False, next_sort_order=0, now=now)
+        async with conn.transaction():
+            await store.append(
+                conn, projects.environment_stream(name), "no-stream", [created], BOOTSTRAP
+            )
+    if await conn.fetchrow(PROJECT, projects.DEFAULT_PROJECT) is None:
+        environments = [r["name"] for r in await conn.fetch(ENVIRONMENT_NAMES)]
+        cmd = CreateProject(
+            id=projects.DEFAULT_PROJECT, name="Default", description="Default project"
+        )
+        event = projects.create_project(cmd, exists=False, environments=environments, now=now)
+        async with conn.transaction():
+            stream = projects.project_stream(projects.DEFAULT_PROJECT)
+            await store.append(conn, stream, "no-stream", [event], BOOTSTRAP)
+
+
+async def _seed_admin_tokens(conn: Conn, tokens: tuple[str, ...]) -> str | None:
     """Create the configured admin tokens that are absent (stored as hashes only).
 
     Returns a newly generated admin token when no admin token existed at all, else None.
     """
-    await conn.execute("SELECT pg_advisory_lock($1)", BOOTSTRAP_LOCK)
-    try:
-        for token in tokens:
-            if await conn.fetchval(queries.TOKEN_WITH_HASH, auth.hash_secret(token)) is None:
-                await _create_admin_token(conn, token)
-        if await conn.fetchval(queries.ANY_ADMIN_TOKEN):
-            return None
-        token = domain.token_secret("admin", "*", ["*"], auth.new_secret())
-        await _create_admin_token(conn, token)
-        return token
-    finally:
-        await conn.execute("SELECT pg_advisory_unlock($1)", BOOTSTRAP_LOCK)
+    for token in tokens:
+        if await conn.fetchval(queries.TOKEN_WITH_HASH, auth.hash_secret(token)) is None:
+            await _create_admin_token(conn, token)
+    if await conn.fetchval(queries.ANY_ADMIN_TOKEN):
+        return None
+    token = domain.token_secret("admin", "*", ["*"], auth.new_secret())
+    await _create_admin_token(conn, token)
+    return token
 
 
 async def _create_admin_token(conn: Conn, token: str) -> None:

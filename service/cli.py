@@ -120,7 +120,7 @@ async def serve(settings: Settings, dsn: str, *, migrate: bool = True) -> int:
     try:
         if migrate:
             await db.migrate(conn)
-        new_token = await bootstrap.seed_admin_tokens(conn, settings.init_admin_api_tokens)
+        new_token = await bootstrap.seed(conn, settings.init_admin_api_tokens)
     finally:
         await conn.close()
     if new_token is not None:

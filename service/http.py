@@ -21,6 +21,7 @@ from service.appkeys import (
     POOL,
     PRINCIPAL,
     REQUEST_ID,
+    RESOLVER,
     ROUTE_TABLE,
 )
 from service.auth import Principal
@@ -162,7 +163,7 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
     if not request.path.startswith(ADMIN_PREFIX):
         return await handler(request)
     token = auth.token_from_header(request.headers.get("Authorization"))
-    who = await auth.resolve_token(request.app[POOL], token) if token else None
+    who = await request.app[RESOLVER](request.app[POOL], token) if token else None
     if who is None:
         raise errors.AuthenticationRequired(
             "You must log in or send a valid API token in the Authorization header"

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from projections.runner import apply_inline
 from service import eventstore
+from service.errors import Conflict
 
 if TYPE_CHECKING:
     import uuid
@@ -27,3 +28,15 @@ async def append(  # noqa: PLR0913 - mirrors eventstore.append
     return await eventstore.append(
         conn, stream, expected, events, metadata, event_ids=event_ids, inline=apply_inline
     )
+
+
+async def append_to_current(
+    conn: Conn, stream: tuple[str, str], events: Sequence[Event], metadata: Metadata
+) -> list[RecordedEvent]:
+    """Append at the version the stream has now: a concurrent writer to it turns into a 409."""
+    version = await eventstore.stream_version(conn, stream)
+    expected: eventstore.Expected = "no-stream" if version is None else version
+    try:
+        return await append(conn, stream, expected, events, metadata)
+    except eventstore.WrongExpectedVersion:
+        raise Conflict(f"{stream[0]} {stream[1]} was changed concurrently; retry") from None

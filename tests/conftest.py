@@ -93,7 +93,7 @@ def settings(dsn: str) -> Settings:
 async def app(settings: Settings, dsn: str) -> web.Application:
     connection = await db.connect(dsn)
     try:
-        await bootstrap.seed_admin_tokens(connection, settings.init_admin_api_tokens)
+        await bootstrap.seed(connection, settings.init_admin_api_tokens)
     finally:
         await connection.close()
     return create_app(settings, dsn)

@@ -1,0 +1,26 @@
+"""Request bodies of the project and environment routes."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import msgspec
+
+Text = Annotated[str, msgspec.Meta(max_length=1000)]
+Label = Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
+
+
+class CreateProject(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    name: Label
+    description: Text | None = None
+
+
+class CreateEnvironment(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    name: str
+    type: Label
+    sort_order: int | None = None
+
+
+class EnableEnvironment(msgspec.Struct, frozen=True, kw_only=True):
+    environment: str

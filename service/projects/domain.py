@@ -1,0 +1,87 @@
+"""Projects and environments: pure decisions, no I/O."""
+
+from __future__ import annotations
+
+from datetime import datetime  # noqa: TC003 - used at runtime by callers' Structs
+
+from service.errors import Conflict, NameExists, NotFound, ValidationError
+from service.names import validate_name
+from service.projects.commands import CreateEnvironment, CreateProject  # noqa: TC001
+from service.projects.events import (
+    EnvironmentCreated,
+    ProjectArchived,
+    ProjectCreated,
+    ProjectEnvironmentDisabled,
+    ProjectEnvironmentEnabled,
+)
+
+DEFAULT_PROJECT = "default"
+# What a new install has, as in Unleash: (name, type, sortOrder).
+DEFAULT_ENVIRONMENTS = (("development", "development", 2), ("production", "production", 3))
+
+
+def project_stream(project_id: str) -> tuple[str, str]:
+    return ("project", project_id)
+
+
+def environment_stream(name: str) -> tuple[str, str]:
+    return ("environment", name)
+
+
+def create_project(
+    cmd: CreateProject, *, exists: bool, environments: list[str], now: datetime
+) -> ProjectCreated:
+    validate_name(cmd.id, "$.id", "Project id")
+    if exists:
+        raise NameExists(f"A project with id {cmd.id} already exists")
+    return ProjectCreated(
+        project_id=cmd.id,
+        name=cmd.name,
+        description=cmd.description or None,
+        environments=environments,
+        created_at=now,
+    )
+
+
+def archive_project(project_id: str, *, active_flags: int, now: datetime) -> ProjectArchived:
+    if project_id == DEFAULT_PROJECT:
+        raise Conflict("The default project cannot be archived")
+    if active_flags:
+        raise Conflict(
+            f"Project {project_id} still has {active_flags} active flag(s); archive them first"
+        )
+    return ProjectArchived(project_id=project_id, archived_at=now)
+
+
+def create_environment(
+    cmd: CreateEnvironment, *, exists: bool, next_sort_order: int, now: datetime
+) -> EnvironmentCreated:
+    validate_name(cmd.name, "$.name", "Environment name")
+    if exists:
+        raise NameExists(f"An environment named {cmd.name} already exists")
+    return EnvironmentCreated(
+        name=cmd.name,
+        environment_type=cmd.type,
+        sort_order=next_sort_order if cmd.sort_order is None else cmd.sort_order,
+        created_at=now,
+    )
+
+
+def enable_environment(
+    project_id: str, environment: str, *, known: bool, enabled: bool
+) -> ProjectEnvironmentEnabled:
+    if not known:
+        raise NotFound(f"Environment {environment} does not exist")
+    if enabled:
+        raise NameExists(f"Project {project_id} already has the environment {environment} enabled")
+    return ProjectEnvironmentEnabled(project_id=project_id, environment=environment)
+
+
+def disable_environment(
+    project_id: str, environment: str, *, enabled: list[str]
+) -> ProjectEnvironmentDisabled:
+    if environment not in enabled:
+        raise NotFound(f"Environment {environment} is not enabled in project {project_id}")
+    if len(enabled) == 1:
+        raise ValidationError("A project must always keep at least one enabled environment")
+    return ProjectEnvironmentDisabled(project_id=project_id, environment=environment)
