@@ -13,8 +13,9 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-from service import bootstrap, db
+from service import auth, bootstrap, db
 from service.app import create_app
+from service.auth import Principal
 from service.settings import Settings
 from tests.pg import PgServer, start_pg15, tune_for_tests
 
@@ -96,7 +97,23 @@ async def app(settings: Settings, dsn: str) -> web.Application:
         await bootstrap.seed(connection, settings.init_admin_api_tokens)
     finally:
         await connection.close()
-    return create_app(settings, dsn)
+    return create_app(settings, dsn, resolver=resolve_with_test_principals)
+
+
+TEST_PRINCIPAL = "test-principal:"
+
+
+def as_principal(*permissions: str) -> dict[str, str]:
+    """Headers that authenticate as a principal holding exactly these permissions."""
+    return {"Authorization": TEST_PRINCIPAL + ",".join(permissions)}
+
+
+async def resolve_with_test_principals(pool: asyncpg.Pool, token: str) -> Principal | None:
+    """Until accounts exist, tests build principals with chosen permissions directly."""
+    if token.startswith(TEST_PRINCIPAL):
+        permissions = frozenset(p for p in token.removeprefix(TEST_PRINCIPAL).split(",") if p)
+        return Principal(kind="user", id="user:test", name="tester", permissions=permissions)
+    return await auth.resolve_token(pool, token)
 
 
 @pytest.fixture
