@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 log = structlog.get_logger()
 
 POLL_SECONDS = 5.0
+# After a wake-up, wait this long so that one catch-up covers a burst of appends.
+COALESCE_SECONDS = 0.5
 BATCH = 500
 
 
@@ -91,6 +93,8 @@ async def run_async_projections(pool: asyncpg.Pool, dsn: str, stop: asyncio.Even
                     log.exception("projection_failed", projection=projection.name)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(_first(wake, stop), POLL_SECONDS)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), COALESCE_SECONDS)
     finally:
         if listener is not None:
             await listener.close()

@@ -55,3 +55,14 @@ CREATE VIEW reporting.features_per_project AS
     FROM readmodel.projects p
     LEFT JOIN readmodel.features f ON f.project = p.id
     GROUP BY p.id, p.name, p.archived_at;
+
+-- The environments a flag of this project shows, as featureSchema wants them ordered.
+CREATE FUNCTION readmodel.project_environments_json(p_project text) RETURNS json
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce(json_agg(json_build_object(
+               'name', e.name, 'type', e.type, 'sortOrder', e.sort_order)
+               ORDER BY e.sort_order, e.name), '[]')
+    FROM readmodel.project_environments pe
+    JOIN readmodel.environments e ON e.name = pe.environment
+    WHERE pe.project_id = p_project
+$$;

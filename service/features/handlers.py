@@ -25,22 +25,20 @@ async def create_feature(request: web.Request) -> web.Response:
     cmd = await read_json(request, CreateFeature)
     validate_name(cmd.name)  # a bad name is a 400, before the project's 404
     async with request.app[POOL].acquire() as conn, conn.transaction():
-        project = await conn.fetchrow(projects.LOCK_PROJECT_SHARED, project_id)
-        if project is None or project["archived_at"] is not None:
+        context = await conn.fetchrow(queries.CREATE_CONTEXT, project_id, cmd.name)
+        if context is None or context["archived_at"] is not None:
             raise domain.project_missing(project_id)
         event = domain.create_feature(
-            cmd,
-            project_id,
-            existing_archived=await conn.fetchval(queries.NAME_TAKEN, cmd.name),
-            now=datetime.now(UTC),
+            cmd, project_id, existing_archived=context["name_taken"], now=datetime.now(UTC)
         )
         try:
             stream = domain.stream(cmd.name)
             await store.append(conn, stream, "no-stream", [event], _meta(request))
         except eventstore.WrongExpectedVersion:
             raise NameExists(domain.FLAG_EXISTS) from None
-        body = await queries.feature_in_project(conn, cmd.name, project_id)
-    return json_response(body)
+    return json_response(
+        queries.feature_json(queries.new_feature_row(event, context["environments"]))
+    )
 
 
 async def get_feature(request: web.Request) -> web.Response:

@@ -10,22 +10,26 @@ if TYPE_CHECKING:
     import asyncpg
 
     from service.db import Conn
+    from service.features.events import FeatureCreated
 
 _FEATURE_COLUMNS = """
 SELECT f.name, f.project, f.type, f.description, f.impression_data, f.stale, f.created_at,
        f.archived_at, f.lifecycle_stage, f.lifecycle_entered_at,
-       (SELECT coalesce(json_agg(json_build_object(
-                   'name', e.name, 'type', e.type, 'sortOrder', e.sort_order)
-                   ORDER BY e.sort_order, e.name), '[]')
-        FROM project_environments pe JOIN environments e ON e.name = pe.environment
-        WHERE pe.project_id = f.project) AS environments
+       readmodel.project_environments_json(f.project) AS environments
 FROM features f
+"""
+# Everything a create decides on, in one round trip; the project row is share-locked so that
+# archiving the project waits for the create (and then sees the new flag).
+CREATE_CONTEXT = """
+SELECT p.archived_at,
+       (SELECT f.archived_at IS NOT NULL FROM features f WHERE f.name = $2) AS name_taken,
+       readmodel.project_environments_json(p.id) AS environments
+FROM projects p WHERE p.id = $1 FOR SHARE OF p
 """
 FEATURE_IN_PROJECT = _FEATURE_COLUMNS + "WHERE f.name = $1 AND f.project = $2"
 ACTIVE_FEATURES_IN_PROJECT = (
     _FEATURE_COLUMNS + "WHERE f.project = $1 AND f.archived_at IS NULL ORDER BY f.name"
 )
-NAME_TAKEN = "SELECT archived_at IS NOT NULL FROM features WHERE name = $1"
 ARCHIVED_STATE = "SELECT archived_at IS NOT NULL FROM features WHERE name = $1 AND project = $2"
 ARCHIVED_IN_PROJECT = """
 SELECT name FROM features WHERE project = $1 AND archived_at IS NOT NULL AND name = ANY($2)
@@ -51,7 +55,24 @@ def environment_json(feature: str, environment: dict[str, Any]) -> dict[str, Any
     }
 
 
-def feature_json(row: asyncpg.Record) -> dict[str, Any]:
+def new_feature_row(event: FeatureCreated, environments: str) -> dict[str, Any]:
+    """The read-model row the inline projection has just written, without reading it back."""
+    return {
+        "name": event.name,
+        "project": event.project,
+        "type": event.feature_type,
+        "description": event.description,
+        "impression_data": event.impression_data,
+        "stale": False,
+        "created_at": event.created_at,
+        "archived_at": None,
+        "lifecycle_stage": "initial",
+        "lifecycle_entered_at": event.created_at,
+        "environments": environments,
+    }
+
+
+def feature_json(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
     """The full featureSchema of spec.md, as create, clone and GET answer it."""
     name = row["name"]
     environments = [environment_json(name, e) for e in _environments.decode(row["environments"])]

@@ -10,9 +10,6 @@ if TYPE_CHECKING:
     from service.db import Conn
 
 PROJECT = "SELECT id, name, description, created_at, archived_at FROM projects WHERE id = $1"
-# Creating a flag shares this lock, archiving takes it exclusively: no flag slips into a project
-# that is being archived.
-LOCK_PROJECT_SHARED = "SELECT archived_at FROM projects WHERE id = $1 FOR SHARE"
 LOCK_PROJECT = "SELECT archived_at FROM projects WHERE id = $1 FOR UPDATE"
 ACTIVE_FLAGS = "SELECT count(*) FROM features WHERE project = $1 AND archived_at IS NULL"
 LIST_PROJECTS = """

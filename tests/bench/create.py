@@ -1,0 +1,237 @@
+"""Create-flag throughput: ours and the reference server, same load tool, same machine.
+
+Run with `make bench` (or `.venv/bin/python -m tests.bench.create`). Starts our service as its
+own process (`python -m service serve`, embedded PostgreSQL with default durability, JSON logs
+at info as in production) and drives it with wrk from Debian (`apt-get install wrk`) at
+concurrency 1, 16 and 64; every request creates a flag with a fresh name. With
+BENCH_REFERENCE=1 it also starts the reference server (../shared/reference/setup.sh --fresh)
+and measures it the same way. BENCH_SECONDS sets the seconds per row (default 10).
+Prints a markdown table and writes JSON to tests/bench/out/create.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = ROOT / "tests" / "bench" / "out" / "create.json"
+REFERENCE = ROOT.parent / "shared" / "reference"
+TOKEN = "*:*.bench-admin-token-0123456789abcdef"
+REFERENCE_TOKEN = "*:*.unleash-insecure-admin-api-token"
+CONCURRENCY = (1, 16, 64)
+LUA = """
+local counter = 0
+prefix = ""
+function setup(thread)
+  thread:set("prefix", "t" .. tostring(math.random(1, 1000000000)))
+end
+function request()
+  counter = counter + 1
+  local body = '{"name":"' .. RUN .. prefix .. "-" .. counter .. '","type":"release"}'
+  return wrk.format("POST", PATH, HEADERS, body)
+end
+"""
+
+
+@dataclass
+class Row:
+    server: str
+    concurrency: int
+    requests_per_s: float
+    p50_ms: float
+    p99_ms: float
+    non_2xx: int
+    errors: int
+    peak_rss_mb: float | None
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_ready(url: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as resp:
+                if resp.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"{url} did not become ready")
+
+
+def parse_ms(value: str) -> float:
+    match = re.fullmatch(r"([\d.]+)(us|ms|s)", value)
+    assert match, value
+    number, unit = float(match[1]), match[2]
+    return {"us": number / 1000, "ms": number, "s": number * 1000}[unit]
+
+
+class RssSampler(threading.Thread):
+    def __init__(self, pid: int | None) -> None:
+        super().__init__(daemon=True)
+        self.process = psutil.Process(pid) if pid else None
+        self.peak = 0
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while self.process and not self.stop.is_set():
+            self.peak = max(self.peak, self.process.memory_info().rss)
+            self.stop.wait(0.2)
+
+
+def run_wrk(  # noqa: PLR0913, PLR0917 - one measured row, every knob explicit
+    server: str,
+    base: str,
+    project: str,
+    token: str,
+    concurrency: int,
+    seconds: int,
+    pid: int | None,
+) -> Row:
+    headers = {"Authorization": token, "Content-Type": "application/json"}
+    run = f"c{concurrency}{int(time.time())}"
+    script = (
+        LUA.replace("RUN", json.dumps(run))
+        .replace("PATH", json.dumps(f"/api/admin/projects/{project}/features"))
+        .replace("HEADERS", "{" + ", ".join(f'["{k}"] = "{v}"' for k, v in headers.items()) + "}")
+    )
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as handle:
+        handle.write(script)
+    sampler = RssSampler(pid)
+    sampler.start()
+    threads = 1 if concurrency == 1 else 2
+    out = subprocess.run(
+        [
+            "wrk",
+            "-t",
+            str(threads),
+            "-c",
+            str(concurrency),
+            "-d",
+            f"{seconds}s",
+            "--latency",
+            "-s",
+            handle.name,
+            base,
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    sampler.stop.set()
+    sampler.join()
+    Path(handle.name).unlink()
+    latency = dict(re.findall(r"^\s+(50|99)%\s+(\S+)$", out, re.MULTILINE))
+    non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+    rps = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    assert rps, out
+    return Row(
+        server=server,
+        concurrency=concurrency,
+        requests_per_s=float(rps[1]),
+        p50_ms=parse_ms(latency["50"]),
+        p99_ms=parse_ms(latency["99"]),
+        non_2xx=int(non_2xx[1]) if non_2xx else 0,
+        errors=sum(int(x) for x in errors.groups()) if errors else 0,
+        peak_rss_mb=round(sampler.peak / 2**20, 1) if pid else None,
+    )
+
+
+def bench_ours(seconds: int) -> list[Row]:
+    data_dir = Path(tempfile.mkdtemp(prefix="bench-create-", dir="/tmp"))
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"} | {
+        "PORT": str(port),
+        "DATA_DIR": str(data_dir),
+        "LOG_FORMAT": "json",
+        "INIT_ADMIN_API_TOKENS": TOKEN,
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "service", "serve"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(f"{base}/ready")
+        return [run_wrk("ours", base, "default", TOKEN, c, seconds, proc.pid) for c in CONCURRENCY]
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        subprocess.run(
+            [sys.executable, "-m", "service", "verify"],
+            cwd=ROOT,
+            env=env,
+            check=False,
+            stdout=sys.stderr,
+        )
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def bench_reference(seconds: int) -> list[Row]:
+    setup = subprocess.run(
+        ["bash", str(REFERENCE / "setup.sh"), "--fresh"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    base = re.search(r"BASE_URL=(\S+)", setup)
+    assert base, setup
+    pid = _listening_pid(int(base[1].rsplit(":", 1)[1]))
+    return [
+        run_wrk("reference", base[1], "default", REFERENCE_TOKEN, c, seconds, pid)
+        for c in CONCURRENCY
+    ]
+
+
+def _listening_pid(port: int) -> int | None:
+    for conn in psutil.net_connections("tcp"):
+        if conn.laddr and conn.laddr.port == port and conn.status == "LISTEN":
+            return conn.pid
+    return None
+
+
+def main() -> int:
+    if shutil.which("wrk") is None:
+        print("wrk is needed: apt-get install wrk", file=sys.stderr)
+        return 2
+    seconds = int(os.environ.get("BENCH_SECONDS", "10"))
+    rows = bench_ours(seconds)
+    if os.environ.get("BENCH_REFERENCE") == "1":
+        rows += bench_reference(seconds)
+    print("| server | concurrency | creates/s | p50 ms | p99 ms | non-2xx | errors | peak RSS MB |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(
+            f"| {r.server} | {r.concurrency} | {r.requests_per_s:,.0f} | {r.p50_ms:.1f} "
+            f"| {r.p99_ms:.1f} | {r.non_2xx} | {r.errors} | {r.peak_rss_mb or '-'} |"
+        )
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps([asdict(r) for r in rows], indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
