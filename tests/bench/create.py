@@ -98,7 +98,7 @@ class RssSampler(threading.Thread):
             self.stop.wait(0.2)
 
 
-def run_wrk(  # noqa: PLR0913, PLR0917 - one measured row, every knob explicit
+def run_wrk(  # noqa: PLR0917 - one measured row, every knob explicit
     server: str,
     base: str,
     project: str,
