@@ -199,18 +199,15 @@ def bench_reference(seconds: int) -> list[Row]:
     ).stdout
     base = re.search(r"BASE_URL=(\S+)", setup)
     assert base, setup
-    pid = _listening_pid(int(base[1].rsplit(":", 1)[1]))
-    return [
-        run_wrk("reference", base[1], "default", REFERENCE_TOKEN, c, seconds, pid)
-        for c in CONCURRENCY
-    ]
-
-
-def _listening_pid(port: int) -> int | None:
-    for conn in psutil.net_connections("tcp"):
-        if conn.laddr and conn.laddr.port == port and conn.status == "LISTEN":
-            return conn.pid
-    return None
+    ref_dir = Path(os.environ.get("UNLEASH_REF_DIR", "/tmp/unleash-ref"))
+    pid = int((ref_dir / "unleash.pid").read_text())
+    try:
+        return [
+            run_wrk("reference", base[1], "default", REFERENCE_TOKEN, c, seconds, pid)
+            for c in CONCURRENCY
+        ]
+    finally:
+        subprocess.run(["bash", str(REFERENCE / "stop.sh")], check=False, capture_output=True)
 
 
 def main() -> int:
@@ -218,6 +215,8 @@ def main() -> int:
         print("wrk is needed: apt-get install wrk", file=sys.stderr)
         return 2
     seconds = int(os.environ.get("BENCH_SECONDS", "10"))
+    if os.environ.get("BENCH_REFERENCE") == "1":  # an idle reference still takes CPU: stop it
+        subprocess.run(["bash", str(REFERENCE / "stop.sh")], check=False, capture_output=True)
     rows = bench_ours(seconds)
     if os.environ.get("BENCH_REFERENCE") == "1":
         rows += bench_reference(seconds)
