@@ -433,3 +433,29 @@ async def test_flags_show_the_environments_their_project_enables(client: Client)
     assert resp.status == 200
     body = await (await client.get(f"{FEATURES}/envs", headers=ADMIN)).json()
     assert names(body) == ["staging", "production"]
+
+
+async def test_reporting_views_follow_the_flags(client: Client, app: web.Application) -> None:
+    await create(client, {"name": "r1", "type": "experiment"})
+    await create(client, {"name": "r2"})
+    await client.delete(f"{FEATURES}/r2", headers=ADMIN)
+    async with app[POOL].acquire() as conn:
+        rows = await conn.fetch(
+            "SELECT name, project, type, archived, lifecycle_stage FROM reporting.features "
+            "ORDER BY name"
+        )
+        assert [tuple(r) for r in rows] == [
+            ("r1", "default", "experiment", False, "initial"),
+            ("r2", "default", "release", True, "archived"),
+        ]
+        row = await conn.fetchrow(
+            "SELECT * FROM reporting.features_per_project WHERE project = 'default'"
+        )
+        assert row is not None
+        assert dict(row) == {
+            "project": "default",
+            "project_name": "Default",
+            "project_archived": False,
+            "active_features": 1,
+            "archived_features": 1,
+        }
