@@ -52,6 +52,7 @@ class Row:
     server: str
     concurrency: int
     requests_per_s: float
+    ok_per_s: float
     p50_ms: float
     p99_ms: float
     non_2xx: int
@@ -144,14 +145,18 @@ def run_wrk(  # noqa: PLR0917 - one measured row, every knob explicit
     non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
     rps = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    total = re.search(r"(\d+) requests in", out)
     assert rps, out
+    assert total, out
+    failed = int(non_2xx[1]) if non_2xx else 0
     return Row(
         server=server,
         concurrency=concurrency,
         requests_per_s=float(rps[1]),
+        ok_per_s=float(rps[1]) * (1 - failed / max(int(total[1]), 1)),
         p50_ms=parse_ms(latency["50"]),
         p99_ms=parse_ms(latency["99"]),
-        non_2xx=int(non_2xx[1]) if non_2xx else 0,
+        non_2xx=failed,
         errors=sum(int(x) for x in errors.groups()) if errors else 0,
         peak_rss_mb=round(sampler.peak / 2**20, 1) if pid else None,
     )
@@ -220,11 +225,15 @@ def main() -> int:
     rows = bench_ours(seconds)
     if os.environ.get("BENCH_REFERENCE") == "1":
         rows += bench_reference(seconds)
-    print("| server | concurrency | creates/s | p50 ms | p99 ms | non-2xx | errors | peak RSS MB |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print(
+        "| server | concurrency | responses/s | creates/s (2xx) | p50 ms | p99 ms | non-2xx "
+        "| socket errors | peak RSS MB |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(
-            f"| {r.server} | {r.concurrency} | {r.requests_per_s:,.0f} | {r.p50_ms:.1f} "
+            f"| {r.server} | {r.concurrency} | {r.requests_per_s:,.0f} | {r.ok_per_s:,.0f} "
+            f"| {r.p50_ms:.1f} "
             f"| {r.p99_ms:.1f} | {r.non_2xx} | {r.errors} | {r.peak_rss_mb or '-'} |"
         )
     OUT.parent.mkdir(parents=True, exist_ok=True)
