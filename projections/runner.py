@@ -111,27 +111,65 @@ async def _first(*events: asyncio.Event) -> None:
 
 # --- replay -------------------------------------------------------------------------------------
 
+REPLAY_LOCK = 0x666C616A  # one replay at a time
+REPLAY_SCHEMA = "replay_scratch"
+
 
 async def replay(conn: Conn) -> int:
-    """Rebuild every read model from the log, under the append lock. Returns events applied."""
-    async with conn.transaction():
-        head = await conn.fetchval("SELECT position FROM log_head WHERE id = 1 FOR UPDATE")
-        # Take the async runners' checkpoint rows before their tables, in the order the runners
-        # take them, so a runner mid-batch finishes first instead of deadlocking with us.
-        await conn.execute("SELECT name FROM projection_checkpoints ORDER BY name FOR UPDATE")
-        tables = [t for p in ALL for t in p.tables]
-        await conn.execute(f"TRUNCATE {', '.join(tables)}")  # our constants, never input
-        count = await _rebuild(conn, {p.name: head for p in ALL})
-        for projection in ASYNC:
-            await conn.execute(SAVE_CHECKPOINT, projection.name, head)
+    """Rebuild every read model from the log; returns the events applied.
+
+    The long part (every event through the handlers) runs into scratch tables without locks;
+    the swap takes the locks writers and runners take, in their order (checkpoint rows, tables,
+    then the log head), applies what arrived meanwhile, and copies the tables in.
+    """
+    await conn.execute("SELECT pg_advisory_lock($1)", REPLAY_LOCK)
+    try:
+        await conn.execute(f"DROP SCHEMA IF EXISTS {REPLAY_SCHEMA} CASCADE")
+        async with conn.transaction():
+            await _create_scratch(conn, REPLAY_SCHEMA)
+        first = await eventstore.head(conn)
+        async with conn.transaction():
+            await conn.execute(f"SET LOCAL search_path = {REPLAY_SCHEMA}, public")
+            count = await _rebuild(conn, dict.fromkeys(_names(), first))
+        async with conn.transaction():
+            await conn.execute("SELECT name FROM projection_checkpoints ORDER BY name FOR UPDATE")
+            await conn.execute(f"LOCK TABLE {', '.join(_tables())} IN ACCESS EXCLUSIVE MODE")
+            last = await conn.fetchval("SELECT position FROM log_head WHERE id = 1 FOR UPDATE")
+            await conn.execute(f"SET LOCAL search_path = {REPLAY_SCHEMA}, public")
+            count += await _rebuild(conn, dict.fromkeys(_names(), last), after=first)
+            await conn.execute("SET LOCAL search_path = readmodel, public")
+            for table in _tables():
+                await conn.execute(f"TRUNCATE readmodel.{table}")
+                copy = f"INSERT INTO readmodel.{table} SELECT * FROM {REPLAY_SCHEMA}.{table}"  # noqa: S608 - our constants
+                await conn.execute(copy)
+            for projection in ASYNC:
+                await conn.execute(SAVE_CHECKPOINT, projection.name, last)
         return count
+    finally:
+        await conn.execute(f"DROP SCHEMA IF EXISTS {REPLAY_SCHEMA} CASCADE")
+        await conn.execute("SELECT pg_advisory_unlock($1)", REPLAY_LOCK)
 
 
-async def _rebuild(conn: Conn, upto: dict[str, int]) -> int:
-    """Apply the log to the tables on the current search_path; each projection up to upto."""
+def _names() -> list[str]:
+    return [p.name for p in ALL]
+
+
+def _tables() -> list[str]:
+    return [t for p in ALL for t in p.tables]
+
+
+async def _create_scratch(conn: Conn, schema: str) -> None:
+    """Empty copies of every read-model table (same columns, keys and indexes)."""
+    await conn.execute(f"CREATE SCHEMA {schema}")
+    for table in _tables():
+        await conn.execute(f"CREATE TABLE {schema}.{table} (LIKE readmodel.{table} INCLUDING ALL)")
+
+
+async def _rebuild(conn: Conn, upto: dict[str, int], after: int = 0) -> int:
+    """Apply after < position <= upto[projection] to the tables on the current search_path."""
     count = 0
     limit = max(upto.values(), default=0)
-    async for records in eventstore.read_all(conn, after=0, upto=limit):
+    async for records in eventstore.read_all(conn, after=after, upto=limit):
         for record in records:
             assert record.position is not None
             for projection in ALL:
@@ -262,12 +300,7 @@ async def _check_read_models(conn: Conn, report: Report) -> None:
         for r in await conn.fetch("SELECT name, position FROM projection_checkpoints")
     }
     upto = {p.name: (head if p.mode == "inline" else checkpoints.get(p.name, 0)) for p in ALL}
-    await conn.execute("CREATE SCHEMA verify_scratch")
-    for projection in ALL:
-        for table in projection.tables:
-            await conn.execute(  # table names are our constants, never input
-                f"CREATE TABLE verify_scratch.{table} (LIKE readmodel.{table} INCLUDING ALL)"
-            )
+    await _create_scratch(conn, "verify_scratch")
     await conn.execute("SET LOCAL search_path = verify_scratch, public")
     await _rebuild(conn, upto)
     await conn.execute("SET LOCAL search_path = readmodel, public")

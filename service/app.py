@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from service.settings import Settings
 
 READY_TIMEOUT = 2.0
+CLOSE_SECONDS = 2.0  # each of the runner and the pool get this long to stop, then are cut
 
 
 async def health(_request: web.Request) -> web.Response:
@@ -56,7 +57,9 @@ async def ready(request: web.Request) -> web.Response:
 
 ROUTES: list[Route] = [
     Route("GET", "/health", health, auth.PUBLIC),
+    Route("HEAD", "/health", health, auth.PUBLIC),
     Route("GET", "/ready", ready, auth.PUBLIC),
+    Route("HEAD", "/ready", ready, auth.PUBLIC),
     *accounts.ROUTES,
     *projects.ROUTES,
     *features.ROUTES,
@@ -82,15 +85,18 @@ def create_app(
     async def database(app: web.Application) -> AsyncIterator[None]:
         app[POOL] = await db.create_pool(dsn, settings.db_pool_size)
         yield
-        await app[POOL].close()
+        try:
+            await asyncio.wait_for(app[POOL].close(), CLOSE_SECONDS)
+        except TimeoutError:  # a connection is stuck in a query: do not wait for it
+            app[POOL].terminate()
 
     async def projections(app: web.Application) -> AsyncIterator[None]:
         stop = asyncio.Event()
         task = asyncio.create_task(run_async_projections(app[POOL], dsn, stop))
         yield
         stop.set()
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.wait_for(task, 10)
+        with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+            await asyncio.wait_for(task, CLOSE_SECONDS)
 
     app.cleanup_ctx.append(database)
     if async_projections:

@@ -49,15 +49,28 @@ class Principal(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def hash_secret(secret: str) -> str:
-    """Tokens are stored and looked up only by this hash (hex sha256)."""
-    return hashlib.sha256(secret.encode()).hexdigest()
+    """Tokens are stored and looked up only by this hash (hex sha256).
+
+    Header values that were not UTF-8 arrive with surrogate escapes; they hash like any
+    other unknown token instead of failing.
+    """
+    return hashlib.sha256(secret.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+HINT_REVEALS_FROM = 32  # only long random secrets show their first 4 characters
 
 
 def secret_hint(secret: str) -> str:
-    """A masked hint that lets a person recognise a token without revealing it."""
-    prefix, _, rest = secret.rpartition(".") if "." in secret else ("", "", secret)
-    head = f"{prefix}." if prefix else ""
-    return f"{head}{rest[:4]}{'*' * 8}"
+    """A masked hint that lets a person recognise a token without revealing it.
+
+    The scope before the first `.` is shown (`*:*`, `default:development`, `user`); of the
+    secret itself, only the first 4 characters of a long random one (ours are 64 hex digits).
+    A secret a person chose (INIT_ADMIN_API_TOKENS) is shorter and shows nothing.
+    """
+    separator = "." if "." in secret else ":"
+    scope, _, rest = secret.partition(separator)
+    shown = rest[:4] if len(rest) >= HINT_REVEALS_FROM else ""
+    return f"{scope}{separator}{shown}{'*' * 8}"
 
 
 def new_secret() -> str:

@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import signal
+import socket
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+import asyncpg
 import msgspec
 import structlog
 from aiohttp import web
@@ -29,6 +32,8 @@ if TYPE_CHECKING:
     from service.db import Conn
 
 log = structlog.get_logger()
+
+STRAGGLER_SECONDS = 0.5
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,15 +65,15 @@ def main(argv: list[str] | None = None) -> int:
     # once serving, `serve` replaces this with a graceful stop.
     signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
+        if args.command == "serve":
+            check_listen_address(settings.host, settings.port)
         with database(settings) as dsn:
-            try:
-                return asyncio.run(_dispatch(args, settings, dsn))
-            finally:
-                # Stopping the embedded server takes a moment; a second signal must not cut it.
-                signal.signal(signal.SIGTERM, signal.SIG_IGN)
-                signal.signal(signal.SIGINT, signal.SIG_IGN)
+            return asyncio.run(_dispatch(args, settings, dsn))
     except (ConfigError, db.MigrationError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        print(f"error: the database could not be used: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
@@ -76,6 +81,17 @@ def main(argv: list[str] | None = None) -> int:
 
 def _raise_interrupt(_signum: int, _frame: FrameType | None) -> None:
     raise KeyboardInterrupt
+
+
+def check_listen_address(host: str, port: int) -> None:
+    """Fail before starting anything when HOST:PORT cannot be listened on."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        with socket.socket(infos[0][0], socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(infos[0][4])
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on HOST={host} PORT={port}: {exc}") from None
 
 
 @contextlib.contextmanager
@@ -106,8 +122,12 @@ async def _dispatch(args: argparse.Namespace, settings: Settings, dsn: str) -> i
             print("\n".join(report.lines()))
             return 0 if report.ok else 1
         if args.command == "export":
-            with _output(args.output) as out:
-                count = await export(conn, out, after=args.after)
+            try:
+                with _output(args.output) as out:
+                    count = await export(conn, out, after=args.after)
+            except BrokenPipeError:  # `export | head`: the reader left, which is not a failure
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                return 0
             print(f"exported {count} events", file=sys.stderr)
             return 0
     finally:
@@ -131,11 +151,10 @@ async def serve(settings: Settings, dsn: str, *, migrate: bool = True) -> int:
             flush=True,
         )
     app = create_app(settings, dsn)
+    # In-flight requests get SHUTDOWN_TIMEOUT_SECONDS in wait_idle below; aiohttp's own wait
+    # (applied twice: before and after cancelling a handler) only covers the stragglers.
     app_runner = web.AppRunner(
-        app,
-        handle_signals=False,
-        access_log=None,
-        shutdown_timeout=settings.shutdown_timeout_seconds,
+        app, handle_signals=False, access_log=None, shutdown_timeout=STRAGGLER_SECONDS
     )
     await app_runner.setup()
     await web.TCPSite(app_runner, settings.host, settings.port).start()

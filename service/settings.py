@@ -32,8 +32,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     user_inactivity_threshold_in_days: Days = 180
     # Kubernetes: keep listening with /ready at 503 this long after SIGTERM before closing.
     shutdown_drain_seconds: Seconds = 0.0
-    # In-flight requests get this long to finish after the drain.
-    shutdown_timeout_seconds: Seconds = 15.0
+    # In-flight requests get this long to finish after the drain; stopping the projection runner
+    # and the pool adds at most a few seconds more.
+    shutdown_timeout_seconds: Seconds = 10.0
     db_pool_size: Annotated[int, msgspec.Meta(ge=1, le=200)] = 10
 
     @property
@@ -53,12 +54,17 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         if value is None or value == "":
             continue
         raw[field] = value.strip()
-    if "log_format" not in raw:
-        raw["log_format"] = "console" if sys.stderr.isatty() else "json"
+    if "log_format" not in raw:  # log lines go to stdout
+        raw["log_format"] = "console" if sys.stdout.isatty() else "json"
     if isinstance(raw.get("log_level"), str):
         raw["log_level"] = str(raw["log_level"]).lower()
     if "init_admin_api_tokens" in raw:
         raw["init_admin_api_tokens"] = _parse_admin_tokens(str(raw["init_admin_api_tokens"]))
+    url = raw.get("database_url")
+    if isinstance(url, str) and not url.startswith(("postgres://", "postgresql://")):
+        raise ConfigError(
+            "Invalid setting: DATABASE_URL: must be a postgresql:// (or postgres://) URL"
+        )
     try:
         return msgspec.convert(raw, Settings, strict=False)
     except msgspec.ValidationError as exc:

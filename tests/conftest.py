@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -35,10 +36,13 @@ def pg18() -> Iterator[PgServer]:
         yield server
         return
     base = Path(tempfile.mkdtemp(prefix="flags-test-", dir="/tmp"))
-    with db.embedded_postgres(base) as dsn:
-        admin = dsn.replace(f"/{db.DATABASE_NAME}?", "/postgres?")
-        asyncio.run(tune_for_tests(admin))
-        yield PgServer(admin, "pg18")
+    try:
+        with db.embedded_postgres(base) as dsn:
+            admin = dsn.replace(f"/{db.DATABASE_NAME}?", "/postgres?")
+            asyncio.run(tune_for_tests(admin))
+            yield PgServer(admin, "pg18")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import asyncpg
 import pytest
 
-from service import eventstore, store
+from service import db, eventstore, store
 from service.events import decode_metadata
 from service.eventstore import WrongExpectedVersion
 from tests.factories import TEST_ACTOR, Noted, append, noted
@@ -201,3 +201,30 @@ async def test_read_all_pages_through_the_whole_log(any_conn: Conn) -> None:
     batches = [b async for b in eventstore.read_all(any_conn, after=2, batch=2)]
     assert [[r.position for r in b] for b in batches] == [[3, 4], [5, 6], [7]]
     assert isinstance(batches[0][0].event, Noted)
+
+
+async def test_a_concurrent_duplicate_append_is_a_conflict_then_a_no_op(any_dsn: str) -> None:
+    ids = [uuid.uuid4()]
+    first, second = await db.connect(any_dsn), await db.connect(any_dsn)
+    try:
+        tx = first.transaction()
+        await tx.start()
+        await store.append(first, ("test", "d"), "any", [noted(1)], TEST_ACTOR, event_ids=ids)
+
+        async def again() -> list[int | None]:
+            async with second.transaction():
+                records = await store.append(
+                    second, ("test", "d"), "any", [noted(1)], TEST_ACTOR, event_ids=ids
+                )
+            return [r.position for r in records]
+
+        racing = asyncio.create_task(again())
+        await asyncio.sleep(0.3)
+        await tx.commit()
+        with pytest.raises(eventstore.PartialDuplicate):
+            await racing
+        assert await again() == [1]  # the retry finds the stored event
+        assert await first.fetchval("SELECT count(*) FROM events") == 1
+    finally:
+        await first.close()
+        await second.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import re
@@ -13,6 +14,7 @@ from aiohttp.test_utils import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from service import auth
 from service.app import ROUTES
 from service.appkeys import LIFECYCLE, POOL, SCHEMA_VERSION
 from service.logs import configure_logging
@@ -334,3 +336,96 @@ async def test_every_admin_route_requires_a_token(client: Client) -> None:
         resp = await client.request(route.method, path, json={})
         await error_of(resp, 401, "AuthenticationRequired")
     assert all(r.permission for r in ROUTES)
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b'{"tokenName": "\xff", "type": "client"}', "Malformed JSON"),
+        (b"[" * 400_000, "Expected `object`, got `array`"),
+        (b'{"tokenName": "a\\u0000b", "type": "client"}', "Strings may not contain the NUL"),
+        (
+            b'{"tokenName": "x", "type": "client", "expiresAt": "2099-01-01T00:00:00"}',
+            "Expected `datetime` with a timezone component - at `$.expiresAt`",
+        ),
+        (
+            b'{"tokenName": "x", "type": "client", "expiresAt": "9999-12-31T23:59:59-14:00"}',
+            "expiresAt must be within 100 years",
+        ),
+        (b'{"tokenName": "x", "type": "client", "environment": "a b"}', "Environment may only"),
+        (b'{"tokenName": "x", "type": "client", "projects": ["x" ]}', None),
+    ],
+)
+async def test_hostile_bodies_are_400_not_500(
+    client: Client, body: bytes, message: str | None
+) -> None:
+    resp = await client.post("/api/admin/api-tokens", data=body, headers={**ADMIN, **JSON})
+    if message is None:
+        assert resp.status == 201
+        return
+    assert (await error_of(resp, 400, "ValidationError")).startswith(message)
+
+
+async def test_an_escaped_backslash_before_u0000_is_just_text(client: Client) -> None:
+    body = b'{"tokenName": "a\\\\u0000b", "type": "client"}'
+    resp = await client.post("/api/admin/api-tokens", data=body, headers={**ADMIN, **JSON})
+    assert resp.status == 201
+    assert (await resp.json())["tokenName"] == "a\\u0000b"
+
+
+async def test_a_body_that_does_not_match_its_encoding_is_400(client: Client) -> None:
+    resp = await client.post(
+        "/api/admin/api-tokens",
+        data=b"not gzip at all",
+        headers={**ADMIN, **JSON, "Content-Encoding": "gzip"},
+    )
+    await error_of(resp, 400, "ValidationError")
+
+
+async def test_a_non_utf8_token_is_401(client: Client) -> None:
+    reader, writer = await asyncio.open_connection(client.server.host, client.server.port)
+    writer.write(
+        b"GET /api/admin/api-tokens HTTP/1.1\r\nHost: x\r\nAuthorization: \xff\xfe\r\n"
+        b"Connection: close\r\n\r\n"
+    )
+    await writer.drain()
+    answer = await reader.read()
+    writer.close()
+    assert answer.startswith(b"HTTP/1.1 401")
+    assert b'"name":"AuthenticationRequired"' in answer
+
+
+@pytest.mark.parametrize("path", ["/api/adminx", "/api/administrator"])
+async def test_only_the_admin_prefix_itself_needs_a_token(client: Client, path: str) -> None:
+    await error_of(await client.get(path), 404, "NotFoundError")
+
+
+async def test_concurrent_deletes_of_one_token(client: Client, app: web.Application) -> None:
+    token_id = (await make_token(client))["id"]
+    path = f"/api/admin/api-tokens/{token_id}"
+    responses = await asyncio.gather(*(client.delete(path, headers=ADMIN) for _ in range(10)))
+    assert sorted(r.status for r in responses) == [200] + [404] * 9
+    async with app[POOL].acquire() as conn:
+        count = await conn.fetchval("SELECT count(*) FROM events WHERE type = 'ApiTokenDeleted'")
+    assert count == 1
+
+
+async def test_token_ids_are_ascii_digits(client: Client) -> None:
+    token_id = (await make_token(client))["id"]
+    arabic = "".join(chr(0x0660 + int(d)) for d in str(token_id))
+    resp = await client.delete(f"/api/admin/api-tokens/{arabic}", headers=ADMIN)
+    await error_of(resp, 404, "NotFoundError")
+
+
+@pytest.mark.parametrize(
+    ("secret", "hint"),
+    [
+        ("*:*.correct.horse.battery.staple", "*:*.********"),
+        ("*:*.abcd", "*:*.********"),
+        ("*:*." + "f" * 64, "*:*.ffff********"),
+        ("default:development." + "a" * 64, "default:development.aaaa********"),
+        ("user:" + "b" * 64, "user:bbbb********"),
+    ],
+)
+def test_hints_never_reveal_a_chosen_secret(secret: str, hint: str) -> None:
+    assert auth.secret_hint(secret) == hint

@@ -213,3 +213,29 @@ async def test_replay_while_the_runner_follows_the_log(any_dsn: str, any_conn: C
         await pool.close()
     assert await any_conn.fetchval("SELECT sum(events) FROM activity_daily") == 103
     assert (await verify(any_conn)).ok
+
+
+async def test_replay_and_a_writer_do_not_deadlock(any_dsn: str, any_conn: Conn) -> None:
+    """A runner holds the checkpoint rows; replay and an inline write both wait, then finish."""
+    await append(any_conn, [api_token_created(1)], stream=("api-token", "1"))
+    holder, replayer, writer = [await db.connect(any_dsn) for _ in range(3)]
+    try:
+        tx = holder.transaction()
+        await tx.start()
+        await holder.execute("SELECT * FROM projection_checkpoints FOR UPDATE")
+        replaying = asyncio.create_task(replay(replayer))
+        await asyncio.sleep(0.3)
+        writing = asyncio.create_task(
+            append(writer, [api_token_created(2)], stream=("api-token", "2"))
+        )
+        await asyncio.sleep(0.3)
+        await tx.rollback()
+        async with asyncio.timeout(10):
+            await asyncio.gather(replaying, writing)
+    finally:
+        for connection in (holder, replayer, writer):
+            await connection.close()
+    rows = await any_conn.fetch("SELECT id FROM api_tokens ORDER BY id")
+    assert [r["id"] for r in rows] == [1, 2]
+    assert await any_conn.fetchval("SELECT to_regnamespace('replay_scratch')") is None
+    assert (await verify(any_conn)).ok

@@ -8,12 +8,14 @@ from typing import Annotated
 import msgspec
 
 TokenName = Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
+Scope = Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
+AwareDatetime = Annotated[datetime, msgspec.Meta(tz=True)]
 
 
 class CreateApiToken(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     token_name: TokenName
     type: Annotated[str, msgspec.Meta(min_length=1, max_length=20)]
-    environment: str | None = None
-    project: str | None = None
-    projects: list[str] | None = None
-    expires_at: datetime | None = None
+    environment: Scope | None = None
+    project: Scope | None = None
+    projects: Annotated[list[Scope], msgspec.Meta(max_length=100)] | None = None
+    expires_at: AwareDatetime | None = None

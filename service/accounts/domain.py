@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import TYPE_CHECKING, cast
 
 from service.accounts.events import ApiTokenCreated, TokenType
 from service.errors import ValidationError
+from service.names import validate_name
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -14,6 +16,7 @@ if TYPE_CHECKING:
 
 TOKEN_TYPES = ("admin", "client", "frontend")
 DEFAULT_ENVIRONMENT = "development"
+MAX_LIFETIME = timedelta(days=36525)
 
 
 def stream(token_id: int) -> tuple[str, str]:
@@ -28,7 +31,13 @@ def token_scope(cmd: CreateApiToken) -> tuple[TokenType, str, list[str]]:
     if token_type == "admin":
         return "admin", "*", ["*"]
     projects = cmd.projects or ([cmd.project] if cmd.project else ["*"])
-    return cast("TokenType", token_type), cmd.environment or DEFAULT_ENVIRONMENT, projects
+    for i, project in enumerate(projects):
+        if project != "*":
+            validate_name(project, f"$.projects[{i}]", "Project")
+    environment = cmd.environment or DEFAULT_ENVIRONMENT
+    if environment != "*":
+        validate_name(environment, "$.environment", "Environment")
+    return cast("TokenType", token_type), environment, projects
 
 
 def token_secret(token_type: TokenType, environment: str, projects: list[str], random: str) -> str:
@@ -51,6 +60,8 @@ def create_api_token(  # noqa: PLR0913 - every part of the new token is decided 
 ) -> ApiTokenCreated:
     if expires_at is not None and expires_at <= now:
         raise ValidationError("expiresAt must be in the future - at `$.expiresAt`")
+    if expires_at is not None and expires_at - now > MAX_LIFETIME:
+        raise ValidationError("expiresAt must be within 100 years - at `$.expiresAt`")
     token_type, environment, projects = scope
     return ApiTokenCreated(
         token_id=token_id,

@@ -45,17 +45,18 @@ async def create_api_token(request: web.Request) -> web.Response:
 async def delete_api_token(request: web.Request) -> web.Response:
     token_id = _int_or_404(request.match_info["id"])
     async with request.app[POOL].acquire() as conn, conn.transaction():
-        row = await conn.fetchrow(queries.GET_TOKEN, token_id)
-        if row is None:
+        # The row lock makes concurrent deletes queue: the first deletes, the rest find nothing.
+        name = await conn.fetchval(queries.LOCK_TOKEN, token_id)
+        if name is None:
             raise NotFound(f"No API token with id {token_id}")
-        event = ApiTokenDeleted(token_id=token_id, token_name=row["token_name"])
+        event = ApiTokenDeleted(token_id=token_id, token_name=name)
         meta = principal(request).metadata(request[REQUEST_ID])
-        await store.append(conn, domain.stream(token_id), "any", [event], meta)
+        await store.append_to_current(conn, domain.stream(token_id), [event], meta)
     return web.Response(status=200)
 
 
 def _int_or_404(value: str) -> int:
-    if not value.isdigit() or len(value) > 18:
+    if not (value.isascii() and value.isdigit()) or len(value) > 18:
         raise NotFound(f"No API token with id {value[:40]}")
     return int(value)
 

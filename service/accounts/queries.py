@@ -19,7 +19,11 @@ SELECT id, secret_hint, token_name, type, environment, projects, created_at, exp
 FROM api_tokens WHERE id = $1
 """
 TOKEN_WITH_HASH = "SELECT id FROM api_tokens WHERE secret_hash = $1"
-ANY_ADMIN_TOKEN = "SELECT EXISTS (SELECT 1 FROM api_tokens WHERE type = 'admin')"
+ANY_ADMIN_TOKEN = """
+SELECT EXISTS (SELECT 1 FROM api_tokens
+               WHERE type = 'admin' AND (expires_at IS NULL OR expires_at > now()))
+"""
+LOCK_TOKEN = "SELECT token_name FROM api_tokens WHERE id = $1 FOR UPDATE"
 
 
 def token_json(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
