@@ -93,7 +93,7 @@ async def test_unknown_routes_are_404_json(client: Client, path: str) -> None:
 async def test_wrong_method_is_405_json(client: Client) -> None:
     resp = await client.post("/health")
     await error_of(resp, 405, "MethodNotAllowedError")
-    assert resp.headers["Allow"] == "GET"
+    assert resp.headers["Allow"] == "GET,HEAD"
 
 
 @pytest.mark.parametrize(
@@ -429,3 +429,9 @@ async def test_token_ids_are_ascii_digits(client: Client) -> None:
 )
 def test_hints_never_reveal_a_chosen_secret(secret: str, hint: str) -> None:
     assert auth.secret_hint(secret) == hint
+
+
+@pytest.mark.parametrize("path", ["/health", "/ready"])
+async def test_probes_answer_head(client: Client, path: str) -> None:
+    resp = await client.head(path)
+    assert resp.status == 200
