@@ -58,7 +58,9 @@ class PgServer:
         name = f"test_{os.getpid()}_{next(_counter)}"
         conn = await asyncpg.connect(self.admin_dsn)
         try:
-            await conn.execute(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
+            # FILE_COPY (PostgreSQL 15+) clones a small template about 3x faster than WAL_LOG.
+            fast = " STRATEGY FILE_COPY" if conn.get_server_version().major >= 15 else ""
+            await conn.execute(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}{fast}")
         finally:
             await conn.close()
         return with_database(self.admin_dsn, name)
