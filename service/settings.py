@@ -68,7 +68,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     try:
         return msgspec.convert(raw, Settings, strict=False)
     except msgspec.ValidationError as exc:
-        raise ConfigError(f"Invalid setting: {_name_env_var(str(exc))}") from None
+        raise ConfigError(f"Invalid setting: {_name_env_var(str(exc), env)}") from None
 
 
 def _parse_admin_tokens(value: str) -> tuple[str, ...]:
@@ -82,10 +82,11 @@ def _parse_admin_tokens(value: str) -> tuple[str, ...]:
     return tokens
 
 
-def _name_env_var(message: str) -> str:
-    """Turn msgspec's '- at `$.port`' into the environment variable's name."""
+def _name_env_var(message: str, env: Mapping[str, str]) -> str:
+    """Turn msgspec's '... - at `$.port`' into "PORT: ... (got 'http')"."""
     for name in _NAMES:
         marker = f"`$.{name.lower()}`"
         if marker in message:
-            return f"{name}: {message.split(' - at ', maxsplit=1)[0]}"
+            reason = message.split(" - at ", maxsplit=1)[0]
+            return f"{name}: {reason} (got {env.get(name, '')!r})"
     return message
