@@ -31,8 +31,11 @@ fmt: install
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
+# Benchmarks (not part of `make test`). The HTTP ones need wrk: apt-get install wrk.
+# BENCH_REFERENCE=1 also measures the reference server (../shared/reference/setup.sh).
 bench: install
 	$(BIN)/python -m tests.bench.append
+	$(BIN)/python -m tests.bench.create
 
 clean:
 	rm -rf $(VENV) .data .pytest_cache .mypy_cache .ruff_cache
