@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime  # noqa: TC003 - used at runtime by callers' Structs
+from typing import TYPE_CHECKING
 
 from service.errors import Conflict, NameExists, NotFound, ValidationError
 from service.names import validate_name
-from service.projects.commands import CreateEnvironment, CreateProject  # noqa: TC001
 from service.projects.events import (
     EnvironmentCreated,
     ProjectArchived,
@@ -14,6 +13,11 @@ from service.projects.events import (
     ProjectEnvironmentDisabled,
     ProjectEnvironmentEnabled,
 )
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from service.projects.commands import CreateEnvironment, CreateProject
 
 DEFAULT_PROJECT = "default"
 # What a new install has, as in Unleash: (name, type, sortOrder).
