@@ -9,7 +9,11 @@ class AppError(Exception):
     status: int = 500
     name: str = "InternalError"
 
+    MAX_MESSAGE = 500  # messages echo names from the request; never echo a huge one back
+
     def __init__(self, message: str) -> None:
+        if len(message) > self.MAX_MESSAGE:
+            message = message[: self.MAX_MESSAGE - 3] + "..."
         super().__init__(message)
         self.message = message
 

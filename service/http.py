@@ -147,6 +147,8 @@ async def error_bodies(request: web.Request, handler: Handler) -> web.StreamResp
         return await handler(request)
     except errors.AppError as exc:
         return error_response(request, exc.status, exc.name, exc.message)
+    except ConnectionResetError:  # the client left mid-request: logged as 499, not a crash
+        raise
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
@@ -184,7 +186,12 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
 
 @web.middleware
 async def content_type(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Routes that read a body accept application/json only (415 otherwise)."""
+    """Routes that read a body accept application/json only (415 otherwise).
+
+    Also: no name we store can contain NUL, so a path parameter with one names nothing.
+    """
+    if any("\x00" in value for value in request.match_info.values()):
+        raise errors.NotFound("Could not find the requested resource")
     if request.method in _BODY_METHODS:
         route = request.app[ROUTE_TABLE].get(request.match_info.route)
         if route is not None and route.body and request.content_type != "application/json":

@@ -459,3 +459,54 @@ async def test_reporting_views_follow_the_flags(client: Client, app: web.Applica
             "active_features": 1,
             "archived_features": 1,
         }
+
+
+async def test_concurrent_archives_and_revives_of_one_flag(
+    client: Client, app: web.Application
+) -> None:
+    await create(client, {"name": "contended"})
+    deletes = await asyncio.gather(
+        *(client.delete(f"{FEATURES}/contended", headers=ADMIN) for _ in range(20))
+    )
+    assert sorted(r.status for r in deletes) == [202] + [404] * 19
+    body = {"features": ["contended"]}
+    revives = await asyncio.gather(
+        *(
+            client.post("/api/admin/projects/default/revive", json=body, headers=ADMIN)
+            for _ in range(20)
+        )
+    )
+    assert sorted(r.status for r in revives) == [200] + [404] * 19
+    assert [await event_count(app, t) for t in ("FeatureArchived", "FeatureRevived")] == [1, 1]
+
+
+async def test_no_revive_into_an_archived_project(client: Client) -> None:
+    await client.post("/api/admin/projects", json={"id": "p4", "name": "P4"}, headers=ADMIN)
+    await create(client, {"name": "p4flag"}, "p4")
+    await client.delete("/api/admin/projects/p4/features/p4flag", headers=ADMIN)
+    assert (await client.delete("/api/admin/projects/p4", headers=ADMIN)).status == 200
+    resp = await client.post(
+        "/api/admin/projects/p4/revive", json={"features": ["p4flag"]}, headers=ADMIN
+    )
+    assert await error(resp, 404, "NotFoundError") == "Project p4 does not exist"
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/api/admin/projects/%00"),
+        ("GET", "/api/admin/projects/%00/features"),
+        ("GET", f"{FEATURES}/x%00"),
+        ("DELETE", f"{FEATURES}/%00"),
+        ("DELETE", "/api/admin/projects/%00/environments/development"),
+    ],
+)
+async def test_nul_in_a_path_names_nothing(client: Client, method: str, path: str) -> None:
+    resp = await client.request(method, path, headers=ADMIN)
+    await error(resp, 404, "NotFoundError")
+
+
+async def test_messages_do_not_echo_huge_names(client: Client) -> None:
+    name = "n" * 5_000
+    resp = await client.get(f"{FEATURES}/{name}", headers=ADMIN)
+    assert len(await error(resp, 404, "NotFoundError")) <= 500

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from projections.runner import verify
@@ -176,3 +177,51 @@ async def test_environments(client: Client) -> None:
         await client.delete(f"{enable}/production", headers=ADMIN), 400, "ValidationError"
     )
     assert message == "A project must always keep at least one enabled environment"
+
+
+async def test_sort_order_is_bounded_and_defaults_safely(client: Client) -> None:
+    url = "/api/admin/environments"
+    resp = await client.post(
+        url, json={"name": "big", "type": "t", "sortOrder": 1_000_000}, headers=ADMIN
+    )
+    assert resp.status == 201
+    for bad in (2_147_483_647, 3_000_000_000, 1e23):
+        resp = await client.post(
+            url, json={"name": "huge", "type": "t", "sortOrder": bad}, headers=ADMIN
+        )
+        await error(resp, 400, "ValidationError")
+    resp = await client.post(url, json={"name": "next", "type": "t"}, headers=ADMIN)
+    assert (await resp.json())["sortOrder"] == 1_000_001
+    await error(
+        await client.post(url, json={"name": "next", "type": "t"}, headers=ADMIN),
+        409,
+        "NameExistsError",
+    )
+    await error(
+        await client.post(url, json={"name": "bad env", "type": "t"}, headers=ADMIN),
+        400,
+        "ValidationError",
+    )
+
+
+async def test_concurrent_environment_toggles_queue(client: Client, app: web.Application) -> None:
+    await client.post("/api/admin/environments", json={"name": "qa", "type": "test"}, headers=ADMIN)
+    enable = "/api/admin/projects/default/environments"
+    responses = await asyncio.gather(
+        *(client.post(enable, json={"environment": "qa"}, headers=ADMIN) for _ in range(10))
+    )
+    assert sorted(r.status for r in responses) == [200] + [409] * 9
+    disables = await asyncio.gather(
+        *(
+            client.delete(f"{enable}/{env}", headers=ADMIN)
+            for env in ("qa", "development", "production") * 3
+        )
+    )
+    assert sorted(r.status for r in disables).count(200) == 2  # one environment always stays
+    detail = await (await client.get(f"{PROJECTS}/default", headers=ADMIN)).json()
+    assert len(detail["environments"]) == 1
+    async with app[POOL].acquire() as conn:
+        enabled = await conn.fetchval(
+            "SELECT count(*) FROM events WHERE type = 'ProjectEnvironmentEnabled'"
+        )
+    assert enabled == 1

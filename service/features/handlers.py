@@ -77,6 +77,9 @@ async def revive_features(request: web.Request) -> web.Response:
     project_id = request.match_info["projectId"]
     cmd = await read_json(request, ReviveFeatures)
     async with request.app[POOL].acquire() as conn, conn.transaction():
+        project = await conn.fetchrow(queries.LOCK_PROJECT_SHARED, project_id)
+        if project is None or project["archived_at"] is not None:
+            raise domain.project_missing(project_id)
         rows = await conn.fetch(queries.ARCHIVED_IN_PROJECT, project_id, cmd.features)
         events = domain.revive_features(
             cmd.features,

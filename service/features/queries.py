@@ -30,10 +30,16 @@ FEATURE_IN_PROJECT = _FEATURE_COLUMNS + "WHERE f.name = $1 AND f.project = $2"
 ACTIVE_FEATURES_IN_PROJECT = (
     _FEATURE_COLUMNS + "WHERE f.project = $1 AND f.archived_at IS NULL ORDER BY f.name"
 )
-ARCHIVED_STATE = "SELECT archived_at IS NOT NULL FROM features WHERE name = $1 AND project = $2"
+# Row locks: concurrent archives or revives of one flag queue, and the later ones see the
+# state the first one left (READ COMMITTED re-reads a row it waited for).
+ARCHIVED_STATE = """
+SELECT archived_at IS NOT NULL FROM features WHERE name = $1 AND project = $2 FOR UPDATE
+"""
 ARCHIVED_IN_PROJECT = """
 SELECT name FROM features WHERE project = $1 AND archived_at IS NOT NULL AND name = ANY($2)
+ORDER BY name FOR UPDATE
 """
+LOCK_PROJECT_SHARED = "SELECT archived_at FROM projects WHERE id = $1 FOR SHARE"
 
 _environments = msgspec.json.Decoder(list[dict[str, Any]])
 

@@ -16,10 +16,13 @@ class CreateProject(msgspec.Struct, frozen=True, kw_only=True):
     description: Text | None = None
 
 
+SortOrder = Annotated[int, msgspec.Meta(ge=-1_000_000, le=1_000_000)]
+
+
 class CreateEnvironment(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     name: str
     type: Label
-    sort_order: int | None = None
+    sort_order: SortOrder | None = None
 
 
 class EnableEnvironment(msgspec.Struct, frozen=True, kw_only=True):

@@ -11,6 +11,7 @@ from service import auth, eventstore, store
 from service.appkeys import POOL, REQUEST_ID
 from service.errors import NameExists, NotFound
 from service.http import Route, json_response, principal, read_json
+from service.names import validate_name
 from service.projects import domain, queries
 from service.projects.commands import CreateEnvironment, CreateProject, EnableEnvironment
 
@@ -74,12 +75,14 @@ async def list_environments(request: web.Request) -> web.Response:
 
 async def create_environment(request: web.Request) -> web.Response:
     cmd = await read_json(request, CreateEnvironment)
+    validate_name(cmd.name, "$.name", "Environment name")
     async with request.app[POOL].acquire() as conn, conn.transaction():
+        exists = await conn.fetchval(queries.ENVIRONMENT_EXISTS, cmd.name)
+        next_sort_order = 0
+        if cmd.sort_order is None and not exists:
+            next_sort_order = await conn.fetchval(queries.NEXT_SORT_ORDER)
         event = domain.create_environment(
-            cmd,
-            exists=await conn.fetchval(queries.ENVIRONMENT_EXISTS, cmd.name),
-            next_sort_order=await conn.fetchval(queries.NEXT_SORT_ORDER),
-            now=datetime.now(UTC),
+            cmd, exists=exists, next_sort_order=next_sort_order, now=datetime.now(UTC)
         )
         try:
             stream = domain.environment_stream(cmd.name)
@@ -125,7 +128,8 @@ def _meta(request: web.Request) -> Metadata:
 
 
 async def _active_project_environments(conn: Conn, project_id: str) -> list[str]:
-    row = await conn.fetchrow(queries.PROJECT, project_id)
+    """The project's environments, with the project row locked: changes to it queue."""
+    row = await conn.fetchrow(queries.LOCK_ACTIVE_PROJECT, project_id)
     if row is None or row["archived_at"] is not None:
         raise NotFound(f"Project {project_id} does not exist")
     return [r["name"] for r in await conn.fetch(queries.PROJECT_ENVIRONMENTS, project_id)]

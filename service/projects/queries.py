@@ -26,6 +26,7 @@ WHERE pe.project_id = $1 ORDER BY e.sort_order, e.name
 ENVIRONMENT_NAMES = "SELECT name FROM environments ORDER BY sort_order, name"
 ENVIRONMENT_EXISTS = "SELECT EXISTS (SELECT 1 FROM environments WHERE name = $1)"
 NEXT_SORT_ORDER = "SELECT coalesce(max(sort_order), 0) + 1 FROM environments"
+LOCK_ACTIVE_PROJECT = "SELECT archived_at FROM projects WHERE id = $1 FOR UPDATE"
 LIST_ENVIRONMENTS = """
 SELECT e.name, e.type, e.sort_order,
        (SELECT count(*) FROM project_environments pe JOIN projects p ON p.id = pe.project_id
