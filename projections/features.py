@@ -4,8 +4,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from projections.base import Projection
-from service.features.events import FeatureArchived, FeatureCreated, FeatureRevived
+from service.features.events import (
+    EnvironmentVariantsSet,
+    FeatureArchived,
+    FeatureCreated,
+    FeatureEnvironmentDisabled,
+    FeatureEnvironmentEnabled,
+    FeatureRevived,
+    StrategyAdded,
+    StrategyData,
+    StrategyRemoved,
+    StrategyUpdated,
+)
 
 if TYPE_CHECKING:
     from service.db import Conn
@@ -26,6 +39,42 @@ UPDATE features SET archived_at = NULL, lifecycle_stage = $3, lifecycle_entered_
 WHERE name = $1
 """
 
+SWITCH = """
+INSERT INTO feature_environments (feature_name, environment, enabled) VALUES ($1, $2, $3)
+ON CONFLICT (feature_name, environment) DO UPDATE SET enabled = excluded.enabled
+"""
+SET_VARIANTS = """
+INSERT INTO feature_environments (feature_name, environment, variants) VALUES ($1, $2, $3)
+ON CONFLICT (feature_name, environment) DO UPDATE SET variants = excluded.variants
+"""
+INSERT_STRATEGY = """
+INSERT INTO feature_strategies (id, feature_name, environment, name, title, disabled, sort_order,
+                                constraints, parameters, variants, segments, created_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+ON CONFLICT (id) DO NOTHING
+"""
+UPDATE_STRATEGY = """
+UPDATE feature_strategies SET name = $2, title = $3, disabled = $4, sort_order = $5,
+       constraints = $6, parameters = $7, variants = $8, segments = $9
+WHERE id = $1
+"""
+DELETE_STRATEGY = "DELETE FROM feature_strategies WHERE id = $1"
+
+_json = msgspec.json.Encoder()
+
+
+def _strategy_columns(s: StrategyData) -> tuple[object, ...]:
+    return (
+        s.name,
+        s.title,
+        s.disabled,
+        s.sort_order,
+        _json.encode(s.constraints).decode(),
+        _json.encode(s.parameters).decode(),
+        _json.encode(s.variants).decode(),
+        s.segments,
+    )
+
 
 async def apply(conn: Conn, recorded: RecordedEvent) -> None:
     match recorded.event:
@@ -43,6 +92,23 @@ async def apply(conn: Conn, recorded: RecordedEvent) -> None:
             await conn.execute(ARCHIVE, e.name, e.archived_at)
         case FeatureRevived() as e:
             await conn.execute(REVIVE, e.name, e.revived_at, e.lifecycle_stage)
+        case StrategyAdded() as e:
+            s = e.strategy
+            await conn.execute(
+                INSERT_STRATEGY, s.id, e.name, e.environment, *_strategy_columns(s), e.added_at
+            )
+        case StrategyUpdated() as e:
+            await conn.execute(UPDATE_STRATEGY, e.strategy.id, *_strategy_columns(e.strategy))
+        case StrategyRemoved() as e:
+            await conn.execute(DELETE_STRATEGY, e.strategy_id)
+        case FeatureEnvironmentEnabled() as e:
+            await conn.execute(SWITCH, e.name, e.environment, True)  # noqa: FBT003
+        case FeatureEnvironmentDisabled() as e:
+            await conn.execute(SWITCH, e.name, e.environment, False)  # noqa: FBT003
+        case EnvironmentVariantsSet() as e:
+            await conn.execute(
+                SET_VARIANTS, e.name, e.environment, _json.encode(e.variants).decode()
+            )
         case _:
             pass
 
@@ -50,7 +116,20 @@ async def apply(conn: Conn, recorded: RecordedEvent) -> None:
 PROJECTION = Projection(
     name="features",
     mode="inline",
-    tables=("features",),
-    handles=frozenset(c.type_name() for c in (FeatureCreated, FeatureArchived, FeatureRevived)),
+    tables=("features", "feature_environments", "feature_strategies"),
+    handles=frozenset(
+        c.type_name()
+        for c in (
+            FeatureCreated,
+            FeatureArchived,
+            FeatureRevived,
+            StrategyAdded,
+            StrategyUpdated,
+            StrategyRemoved,
+            FeatureEnvironmentEnabled,
+            FeatureEnvironmentDisabled,
+            EnvironmentVariantsSet,
+        )
+    ),
     apply=apply,
 )

@@ -23,6 +23,7 @@ from service.appkeys import (
     Resolver,
 )
 from service.errors import NotReady
+from service.features import configuration
 from service.features import handlers as features
 from service.http import MIDDLEWARES, Route, json_response
 from service.projects import handlers as projects
@@ -63,6 +64,7 @@ ROUTES: list[Route] = [
     *accounts.ROUTES,
     *projects.ROUTES,
     *features.ROUTES,
+    *configuration.ROUTES,
 ]
 
 

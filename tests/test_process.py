@@ -590,7 +590,7 @@ def test_a_port_in_use_exits_2(harness: Harness) -> None:
 def test_an_unreachable_database_exits_2(harness: Harness) -> None:
     data_dir = harness.new_dir()
     url = f"postgresql://nobody@127.0.0.1:{free_port()}/flags"
-    result = run_cli(harness.env(data_dir, DATABASE_URL=url), "serve")
+    result = run_cli(harness.env(data_dir, DATABASE_URL=url, PORT=str(free_port())), "serve")
     assert result.returncode == 2, result.stderr
     assert result.stderr.startswith("error: the database could not be used")
     assert "Traceback" not in result.stderr

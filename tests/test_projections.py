@@ -120,6 +120,8 @@ async def test_verify_passes_on_a_healthy_log(any_conn: Conn) -> None:
         "projects": "matches rebuild",
         "project_environments": "matches rebuild",
         "features": "matches rebuild",
+        "feature_environments": "matches rebuild",
+        "feature_strategies": "matches rebuild",
         "activity_daily": "matches rebuild",
     }
     assert report.lines()[-1] == "verify: OK"

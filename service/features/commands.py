@@ -19,3 +19,79 @@ class CreateFeature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 
 class ReviveFeatures(msgspec.Struct, frozen=True, kw_only=True):
     features: Annotated[list[str], msgspec.Meta(min_length=1, max_length=1000)]
+
+
+Operator = Literal[
+    "NOT_IN",
+    "IN",
+    "STR_ENDS_WITH",
+    "STR_STARTS_WITH",
+    "STR_CONTAINS",
+    "NUM_EQ",
+    "NUM_GT",
+    "NUM_GTE",
+    "NUM_LT",
+    "NUM_LTE",
+    "DATE_AFTER",
+    "DATE_BEFORE",
+    "SEMVER_EQ",
+    "SEMVER_GT",
+    "SEMVER_LT",
+]
+Short = Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
+Value = Annotated[str, msgspec.Meta(max_length=1000)]
+Weight = Annotated[int, msgspec.Meta(ge=0, le=1000)]
+SortOrder = Annotated[int, msgspec.Meta(ge=-1_000_000, le=1_000_000)]
+SegmentId = Annotated[int, msgspec.Meta(ge=1, le=2_147_483_647)]
+
+
+class Constraint(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    context_name: Short
+    operator: Operator
+    case_insensitive: bool = False
+    inverted: bool = False
+    values: Annotated[list[Value], msgspec.Meta(max_length=1000)] = []
+    value: Value | None = None
+
+
+class Payload(msgspec.Struct, frozen=True, kw_only=True):
+    type: Literal["json", "csv", "string", "number"]
+    value: Annotated[str, msgspec.Meta(max_length=100_000)]
+
+
+class StrategyVariant(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    name: Short
+    weight: Weight
+    weight_type: Literal["variable", "fix"]
+    stickiness: Short
+    payload: Payload | None = None
+
+
+class Override(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    context_name: Short
+    values: Annotated[list[Value], msgspec.Meta(max_length=1000)]
+
+
+class Variant(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    name: Short
+    weight: Weight = 0
+    weight_type: Literal["variable", "fix"] = "variable"
+    stickiness: Short = "default"
+    payload: Payload | None = None
+    overrides: Annotated[list[Override], msgspec.Meta(max_length=100)] = []
+
+
+class StrategyBody(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """POST and PUT of a strategy: PUT replaces the whole strategy, as in Unleash."""
+
+    name: Short
+    title: Annotated[str, msgspec.Meta(max_length=1000)] | None = None
+    disabled: bool | None = False
+    sort_order: SortOrder | None = None
+    constraints: Annotated[list[Constraint], msgspec.Meta(max_length=100)] = []
+    parameters: dict[Short, Value] = {}
+    variants: Annotated[list[StrategyVariant], msgspec.Meta(max_length=100)] = []
+    segments: Annotated[list[SegmentId], msgspec.Meta(max_length=100)] = []
+
+
+Variants = Annotated[list[Variant], msgspec.Meta(max_length=100)]

@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import re
+from datetime import datetime
+from typing import TYPE_CHECKING, TypeVar
 
-from service.errors import NameExists, NotFound
-from service.features.events import FeatureArchived, FeatureCreated, FeatureRevived
+import msgspec
+
+from service.errors import NameExists, NotFound, ValidationError
+from service.features.commands import StrategyVariant, Variant
+from service.features.events import (
+    FeatureArchived,
+    FeatureCreated,
+    FeatureRevived,
+    StrategyData,
+)
 from service.names import validate_name
 
 if TYPE_CHECKING:
-    from datetime import datetime
+    from collections.abc import Sequence
 
-    from service.features.commands import CreateFeature
+    from service.features.commands import Constraint, CreateFeature, StrategyBody
+
+V = TypeVar("V", StrategyVariant, Variant)
 
 FLAG_EXISTS = "A flag with that name already exists"
 ARCHIVED_FLAG_EXISTS = "An archived flag with that name already exists"
@@ -63,3 +75,100 @@ def revive_features(
         FeatureRevived(name=n, project=project_id, revived_at=now, lifecycle_stage="initial")
         for n in unique
     ]
+
+
+# --- strategies, switches, variants -------------------------------------------------------
+
+_SINGLE_VALUE = {
+    "NUM_EQ",
+    "NUM_GT",
+    "NUM_GTE",
+    "NUM_LT",
+    "NUM_LTE",
+    "DATE_AFTER",
+    "DATE_BEFORE",
+    "SEMVER_EQ",
+    "SEMVER_GT",
+    "SEMVER_LT",
+}
+_SEMVER = re.compile(
+    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$"
+)
+TOTAL_WEIGHT = 1000
+
+
+def spread_weights(variants: Sequence[V], path: str) -> list[V]:
+    """Fixed variants keep their weight; variable ones share the rest so all total 1000."""
+    if not variants:
+        return []
+    fixed = sum(v.weight for v in variants if v.weight_type == "fix")
+    variable = [i for i, v in enumerate(variants) if v.weight_type != "fix"]
+    if fixed > TOTAL_WEIGHT:
+        raise ValidationError(f"Fixed variant weights total {fixed}, more than 1000 - at `{path}`")
+    if not variable:
+        if fixed != TOTAL_WEIGHT:
+            raise ValidationError(
+                f"Variant weights must total 1000 (got {fixed}) or include a variable variant"
+                f" - at `{path}`"
+            )
+        return list(variants)
+    share, extra = divmod(TOTAL_WEIGHT - fixed, len(variable))
+    weights = {i: share + (1 if n < extra else 0) for n, i in enumerate(variable)}
+    return [
+        msgspec.structs.replace(v, weight=weights[i]) if i in weights else v
+        for i, v in enumerate(variants)
+    ]
+
+
+def check_variant_names(variants: Sequence[StrategyVariant | Variant], path: str) -> None:
+    names = [v.name for v in variants]
+    if len(names) != len(set(names)):
+        raise ValidationError(f"Variant names must be unique - at `{path}`")
+
+
+def check_constraints(constraints: Sequence[Constraint]) -> None:
+    for i, c in enumerate(constraints):
+        path = f"$.constraints[{i}]"
+        if c.operator in _SINGLE_VALUE:
+            _check_single_value(c.operator, c.value, f"{path}.value")
+        elif not c.values:
+            raise ValidationError(f"{c.operator} needs a non-empty `values` list - at `{path}`")
+
+
+def _check_single_value(operator: str, value: str | None, path: str) -> None:
+    if value is None or not value.strip():
+        raise ValidationError(f"{operator} needs a `value` - at `{path}`")
+    if operator.startswith("NUM_"):
+        try:
+            float(value)
+        except ValueError:
+            raise ValidationError(f"{operator} needs a number - at `{path}`") from None
+    elif operator.startswith("DATE_"):
+        try:
+            datetime.fromisoformat(value)
+        except ValueError:
+            raise ValidationError(f"{operator} needs an ISO 8601 date - at `{path}`") from None
+    elif not _SEMVER.match(value):
+        raise ValidationError(f"{operator} needs a semantic version - at `{path}`")
+
+
+def strategy_data(body: StrategyBody, strategy_id: str, default_sort_order: int) -> StrategyData:
+    """Validate a strategy body and decide what is stored (variant weights spread)."""
+    check_constraints(body.constraints)
+    check_variant_names(body.variants, "$.variants")
+    return StrategyData(
+        id=strategy_id,
+        name=body.name,
+        title=body.title,
+        disabled=bool(body.disabled),
+        sort_order=default_sort_order if body.sort_order is None else body.sort_order,
+        constraints=list(body.constraints),
+        parameters=dict(body.parameters),
+        variants=spread_weights(body.variants, "$.variants"),
+        segments=list(dict.fromkeys(body.segments)),
+    )
+
+
+def environment_variants(variants: Sequence[Variant]) -> list[Variant]:
+    check_variant_names(variants, "$")
+    return spread_weights(variants, "$")

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
+import msgspec
+
 from service.events import Event
+from service.features.commands import Constraint, StrategyVariant, Variant
 
 
 class FeatureCreated(Event, frozen=True, kw_only=True, tag="FeatureCreated"):
@@ -33,3 +36,72 @@ class FeatureRevived(Event, frozen=True, kw_only=True, tag="FeatureRevived"):
     project: str
     revived_at: datetime
     lifecycle_stage: str
+
+
+class StrategyData(msgspec.Struct, frozen=True, kw_only=True):
+    """A strategy as stored in events: everything needed to rebuild it."""
+
+    id: str
+    name: str
+    title: str | None
+    disabled: bool
+    sort_order: int
+    constraints: list[Constraint]
+    parameters: dict[str, str]
+    variants: list[StrategyVariant]
+    segments: list[int]
+
+
+class StrategyAdded(Event, frozen=True, kw_only=True, tag="StrategyAdded"):
+    """A strategy was added to the flag in one environment."""
+
+    name: str
+    project: str
+    environment: str
+    strategy: StrategyData
+    added_at: datetime
+
+
+class StrategyUpdated(Event, frozen=True, kw_only=True, tag="StrategyUpdated"):
+    """A strategy was replaced as a whole (same id)."""
+
+    name: str
+    project: str
+    environment: str
+    strategy: StrategyData
+
+
+class StrategyRemoved(Event, frozen=True, kw_only=True, tag="StrategyRemoved"):
+    """A strategy was removed from the flag in one environment."""
+
+    name: str
+    project: str
+    environment: str
+    strategy_id: str
+
+
+class FeatureEnvironmentEnabled(Event, frozen=True, kw_only=True, tag="FeatureEnvironmentEnabled"):
+    """The flag was switched on in one environment."""
+
+    name: str
+    project: str
+    environment: str
+
+
+class FeatureEnvironmentDisabled(
+    Event, frozen=True, kw_only=True, tag="FeatureEnvironmentDisabled"
+):
+    """The flag was switched off in one environment."""
+
+    name: str
+    project: str
+    environment: str
+
+
+class EnvironmentVariantsSet(Event, frozen=True, kw_only=True, tag="EnvironmentVariantsSet"):
+    """The flag's variants in one environment were replaced (weights already spread)."""
+
+    name: str
+    project: str
+    environment: str
+    variants: list[Variant]

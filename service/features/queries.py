@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 _FEATURE_COLUMNS = """
 SELECT f.name, f.project, f.type, f.description, f.impression_data, f.stale, f.created_at,
        f.archived_at, f.lifecycle_stage, f.lifecycle_entered_at,
-       readmodel.project_environments_json(f.project) AS environments
+       readmodel.feature_environments_json(f.name, f.project) AS environments
 FROM features f
 """
 # Everything a create decides on, in one round trip; the project row is share-locked so that
@@ -40,24 +40,52 @@ SELECT name FROM features WHERE project = $1 AND archived_at IS NOT NULL AND nam
 ORDER BY name FOR UPDATE
 """
 LOCK_PROJECT_SHARED = "SELECT archived_at FROM projects WHERE id = $1 FOR SHARE"
+# Every change to a flag's configuration locks its row first: changes to one flag queue.
+LOCK_ACTIVE_FEATURE = """
+SELECT EXISTS (SELECT 1 FROM project_environments WHERE project_id = $2 AND environment = $3)
+       AS environment_enabled
+FROM features WHERE name = $1 AND project = $2 AND archived_at IS NULL FOR UPDATE
+"""
+ENVIRONMENT_STATE = """
+SELECT enabled FROM feature_environments WHERE feature_name = $1 AND environment = $2
+"""
+NEXT_STRATEGY_SORT_ORDER = """
+SELECT coalesce(max(sort_order) + 1, 0) FROM feature_strategies
+WHERE feature_name = $1 AND environment = $2
+"""
+STRATEGY_IN = """
+SELECT id FROM feature_strategies WHERE id = $1 AND feature_name = $2 AND environment = $3
+"""
+STRATEGY_JSON = "SELECT readmodel.strategy_json(s) FROM feature_strategies s WHERE s.id = $1"
+STRATEGIES_JSON = """
+SELECT coalesce(json_agg(readmodel.strategy_json(s) ORDER BY s.sort_order, s.created_at, s.id),
+                '[]')
+FROM feature_strategies s WHERE s.feature_name = $1 AND s.environment = $2
+"""
+VARIANTS_JSON = """
+SELECT coalesce((SELECT variants FROM feature_environments
+                 WHERE feature_name = $1 AND environment = $2), '[]'::jsonb)
+"""
 
 _environments = msgspec.json.Decoder(list[dict[str, Any]])
 
 
 def environment_json(feature: str, environment: dict[str, Any]) -> dict[str, Any]:
+    strategies: list[dict[str, Any]] = environment.get("strategies", [])
+    variants: list[dict[str, Any]] = environment.get("variants", [])
     return {
         "name": environment["name"],
         "featureName": feature,
         "environment": environment["name"],
         "type": environment["type"],
-        "enabled": False,
+        "enabled": environment.get("enabled", False),
         "sortOrder": environment["sortOrder"],
-        "variantCount": 0,
-        "strategies": [],
-        "variants": [],
+        "variantCount": len(variants),
+        "strategies": strategies,
+        "variants": variants,
         "lastSeenAt": None,
-        "hasStrategies": False,
-        "hasEnabledStrategies": False,
+        "hasStrategies": bool(strategies),
+        "hasEnabledStrategies": any(not s["disabled"] for s in strategies),
     }
 
 
