@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from projections import activity, api_tokens, features, projects
+from projections import activity, api_tokens, features, projects, segments
 
 if TYPE_CHECKING:
     from projections.base import Projection
@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 INLINE: tuple[Projection, ...] = (
     api_tokens.PROJECTION,
     projects.PROJECTION,
+    segments.PROJECTION,
     features.PROJECTION,
 )
 ASYNC: tuple[Projection, ...] = (activity.PROJECTION,)

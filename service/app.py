@@ -27,6 +27,7 @@ from service.features import configuration
 from service.features import handlers as features
 from service.http import MIDDLEWARES, Route, json_response
 from service.projects import handlers as projects
+from service.segments import handlers as segments
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -65,6 +66,7 @@ ROUTES: list[Route] = [
     *projects.ROUTES,
     *features.ROUTES,
     *configuration.ROUTES,
+    *segments.ROUTES,
 ]
 
 

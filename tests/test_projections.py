@@ -119,6 +119,7 @@ async def test_verify_passes_on_a_healthy_log(any_conn: Conn) -> None:
         "environments": "matches rebuild",
         "projects": "matches rebuild",
         "project_environments": "matches rebuild",
+        "segments": "matches rebuild",
         "features": "matches rebuild",
         "feature_environments": "matches rebuild",
         "feature_strategies": "matches rebuild",

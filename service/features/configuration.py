@@ -23,6 +23,7 @@ from service.features.events import (
     StrategyUpdated,
 )
 from service.http import Route, json_response, principal, read_json
+from service.segments import queries as segment_queries
 
 if TYPE_CHECKING:
     from service.db import Conn
@@ -62,9 +63,13 @@ async def _record(request: web.Request, conn: Conn, target: Target, event: Event
 
 
 async def _check_segments(conn: Conn, segments: list[int]) -> None:
-    if segments:  # segments arrive with their own routes; until then none exists
-        raise ValidationError(f"Segment {segments[0]} does not exist - at `$.segments`")
-    del conn
+    """Every referenced segment exists; they stay (share-locked) until this transaction ends."""
+    if not segments:
+        return
+    found = {r["id"] for r in await conn.fetch(segment_queries.LOCK_EXISTING, segments)}
+    missing = [s for s in segments if s not in found]
+    if missing:
+        raise ValidationError(f"Segment {missing[0]} does not exist - at `$.segments`")
 
 
 async def list_strategies(request: web.Request) -> web.Response:

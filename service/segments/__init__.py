@@ -1,0 +1,1 @@
+"""Segments: named constraint sets shared by strategies."""
