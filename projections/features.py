@@ -14,6 +14,8 @@ from service.features.events import (
     FeatureEnvironmentDisabled,
     FeatureEnvironmentEnabled,
     FeatureRevived,
+    FeatureTagged,
+    FeatureUntagged,
     StrategyAdded,
     StrategyData,
     StrategyRemoved,
@@ -59,6 +61,11 @@ UPDATE feature_strategies SET name = $2, title = $3, disabled = $4, sort_order =
 WHERE id = $1
 """
 DELETE_STRATEGY = "DELETE FROM feature_strategies WHERE id = $1"
+TAG = """
+INSERT INTO feature_tags (feature_name, type, value, created_at) VALUES ($1, $2, $3, $4)
+ON CONFLICT (feature_name, type, value) DO NOTHING
+"""
+UNTAG = "DELETE FROM feature_tags WHERE feature_name = $1 AND type = $2 AND value = $3"
 
 _json = msgspec.json.Encoder()
 
@@ -76,7 +83,7 @@ def _strategy_columns(s: StrategyData) -> tuple[object, ...]:
     )
 
 
-async def apply(conn: Conn, recorded: RecordedEvent) -> None:
+async def apply(conn: Conn, recorded: RecordedEvent) -> None:  # noqa: C901 - one flat case per event
     match recorded.event:
         case FeatureCreated() as e:
             await conn.execute(
@@ -109,6 +116,10 @@ async def apply(conn: Conn, recorded: RecordedEvent) -> None:
             await conn.execute(
                 SET_VARIANTS, e.name, e.environment, _json.encode(e.variants).decode()
             )
+        case FeatureTagged() as e:
+            await conn.execute(TAG, e.name, e.tag_type, e.value, e.tagged_at)
+        case FeatureUntagged() as e:
+            await conn.execute(UNTAG, e.name, e.tag_type, e.value)
         case _:
             pass
 
@@ -116,7 +127,7 @@ async def apply(conn: Conn, recorded: RecordedEvent) -> None:
 PROJECTION = Projection(
     name="features",
     mode="inline",
-    tables=("features", "feature_environments", "feature_strategies"),
+    tables=("features", "feature_environments", "feature_strategies", "feature_tags"),
     handles=frozenset(
         c.type_name()
         for c in (
@@ -129,6 +140,8 @@ PROJECTION = Projection(
             FeatureEnvironmentEnabled,
             FeatureEnvironmentDisabled,
             EnvironmentVariantsSet,
+            FeatureTagged,
+            FeatureUntagged,
         )
     ),
     apply=apply,

@@ -23,7 +23,7 @@ from service.appkeys import (
     Resolver,
 )
 from service.errors import NotReady
-from service.features import configuration
+from service.features import configuration, tags
 from service.features import handlers as features
 from service.http import MIDDLEWARES, Route, json_response
 from service.projects import handlers as projects
@@ -66,6 +66,7 @@ ROUTES: list[Route] = [
     *projects.ROUTES,
     *features.ROUTES,
     *configuration.ROUTES,
+    *tags.ROUTES,
     *segments.ROUTES,
 ]
 

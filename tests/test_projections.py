@@ -123,6 +123,7 @@ async def test_verify_passes_on_a_healthy_log(any_conn: Conn) -> None:
         "features": "matches rebuild",
         "feature_environments": "matches rebuild",
         "feature_strategies": "matches rebuild",
+        "feature_tags": "matches rebuild",
         "activity_daily": "matches rebuild",
     }
     assert report.lines()[-1] == "verify: OK"

@@ -95,3 +95,8 @@ class StrategyBody(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 
 
 Variants = Annotated[list[Variant], msgspec.Meta(max_length=100)]
+
+
+class TagBody(msgspec.Struct, frozen=True, kw_only=True):
+    type: Short = "simple"
+    value: str

@@ -172,3 +172,21 @@ def strategy_data(body: StrategyBody, strategy_id: str, default_sort_order: int)
 def environment_variants(variants: Sequence[Variant]) -> list[Variant]:
     check_variant_names(variants, "$")
     return spread_weights(variants, "$")
+
+
+TAG_TYPES = frozenset({"simple"})  # built in, as in Unleash
+TAG_VALUE_LENGTH = (2, 50)
+
+
+def tag_value(body_value: str) -> str:
+    """Tag values are trimmed and 2..50 characters long."""
+    value = body_value.strip()
+    low, high = TAG_VALUE_LENGTH
+    if not low <= len(value) <= high:
+        raise ValidationError(f"Tag value must be {low} to {high} characters - at `$.value`")
+    return value
+
+
+def check_tag_type(tag_type: str) -> None:
+    if tag_type not in TAG_TYPES:
+        raise ValidationError(f"Tag type {tag_type} does not exist - at `$.type`")

@@ -105,3 +105,20 @@ class EnvironmentVariantsSet(Event, frozen=True, kw_only=True, tag="EnvironmentV
     project: str
     environment: str
     variants: list[Variant]
+
+
+class FeatureTagged(Event, frozen=True, kw_only=True, tag="FeatureTagged"):
+    """A tag was put on the flag."""
+
+    name: str
+    tag_type: str
+    value: str
+    tagged_at: datetime
+
+
+class FeatureUntagged(Event, frozen=True, kw_only=True, tag="FeatureUntagged"):
+    """A tag was taken off the flag."""
+
+    name: str
+    tag_type: str
+    value: str

@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 _FEATURE_COLUMNS = """
 SELECT f.name, f.project, f.type, f.description, f.impression_data, f.stale, f.created_at,
        f.archived_at, f.lifecycle_stage, f.lifecycle_entered_at,
-       readmodel.feature_environments_json(f.name, f.project) AS environments
+       readmodel.feature_environments_json(f.name, f.project) AS environments,
+       readmodel.feature_tags_json(f.name) AS tags
 FROM features f
 """
 # Everything a create decides on, in one round trip; the project row is share-locked so that
@@ -62,6 +63,12 @@ SELECT coalesce(json_agg(readmodel.strategy_json(s) ORDER BY s.sort_order, s.cre
                 '[]')
 FROM feature_strategies s WHERE s.feature_name = $1 AND s.environment = $2
 """
+LOCK_FEATURE_BY_NAME = "SELECT 1 FROM features WHERE name = $1 AND archived_at IS NULL FOR UPDATE"
+TAGS_JSON = "SELECT readmodel.feature_tags_json($1)"
+NAME_EXISTS = "SELECT 1 FROM features WHERE name = $1"
+HAS_TAG = """
+SELECT EXISTS (SELECT 1 FROM feature_tags WHERE feature_name = $1 AND type = $2 AND value = $3)
+"""
 VARIANTS_JSON = """
 SELECT coalesce((SELECT variants FROM feature_environments
                  WHERE feature_name = $1 AND environment = $2), '[]'::jsonb)
@@ -103,6 +110,7 @@ def new_feature_row(event: FeatureCreated, environments: str) -> dict[str, Any]:
         "lifecycle_stage": "initial",
         "lifecycle_entered_at": event.created_at,
         "environments": environments,
+        "tags": "[]",
     }
 
 
@@ -126,7 +134,7 @@ def feature_json(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
         "environments": environments,
         "variants": [],
         "strategies": [],
-        "tags": [],
+        "tags": _environments.decode(row["tags"]),
         "children": [],
         "dependencies": [],
         "lifecycle": {
