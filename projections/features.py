@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from projections.base import Projection
 from service.features.events import (
+    DependencyAdded,
+    DependencyRemoved,
     EnvironmentVariantsSet,
     FeatureArchived,
     FeatureCreated,
@@ -23,8 +25,10 @@ from service.features.events import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from service.db import Conn
-    from service.events import RecordedEvent
+    from service.events import Event, RecordedEvent
 
 INSERT_FEATURE = """
 INSERT INTO features (name, project, type, description, impression_data, created_at,
@@ -66,6 +70,11 @@ INSERT INTO feature_tags (feature_name, type, value, created_at) VALUES ($1, $2,
 ON CONFLICT (feature_name, type, value) DO NOTHING
 """
 UNTAG = "DELETE FROM feature_tags WHERE feature_name = $1 AND type = $2 AND value = $3"
+DEPEND = """
+INSERT INTO feature_dependencies (child, parent, enabled, variants) VALUES ($1, $2, $3, $4)
+ON CONFLICT (child, parent) DO UPDATE SET enabled = excluded.enabled, variants = excluded.variants
+"""
+UNDEPEND = "DELETE FROM feature_dependencies WHERE child = $1 AND parent = $2"
 
 _json = msgspec.json.Encoder()
 
@@ -83,66 +92,64 @@ def _strategy_columns(s: StrategyData) -> tuple[object, ...]:
     )
 
 
-async def apply(conn: Conn, recorded: RecordedEvent) -> None:  # noqa: C901 - one flat case per event
-    match recorded.event:
-        case FeatureCreated() as e:
-            await conn.execute(
-                INSERT_FEATURE,
-                e.name,
-                e.project,
-                e.feature_type,
-                e.description,
-                e.impression_data,
-                e.created_at,
-            )
-        case FeatureArchived() as e:
-            await conn.execute(ARCHIVE, e.name, e.archived_at)
-        case FeatureRevived() as e:
-            await conn.execute(REVIVE, e.name, e.revived_at, e.lifecycle_stage)
-        case StrategyAdded() as e:
-            s = e.strategy
-            await conn.execute(
-                INSERT_STRATEGY, s.id, e.name, e.environment, *_strategy_columns(s), e.added_at
-            )
-        case StrategyUpdated() as e:
-            await conn.execute(UPDATE_STRATEGY, e.strategy.id, *_strategy_columns(e.strategy))
-        case StrategyRemoved() as e:
-            await conn.execute(DELETE_STRATEGY, e.strategy_id)
-        case FeatureEnvironmentEnabled() as e:
-            await conn.execute(SWITCH, e.name, e.environment, True)  # noqa: FBT003
-        case FeatureEnvironmentDisabled() as e:
-            await conn.execute(SWITCH, e.name, e.environment, False)  # noqa: FBT003
-        case EnvironmentVariantsSet() as e:
-            await conn.execute(
-                SET_VARIANTS, e.name, e.environment, _json.encode(e.variants).decode()
-            )
-        case FeatureTagged() as e:
-            await conn.execute(TAG, e.name, e.tag_type, e.value, e.tagged_at)
-        case FeatureUntagged() as e:
-            await conn.execute(UNTAG, e.name, e.tag_type, e.value)
-        case _:
-            pass
+def _variants(e: EnvironmentVariantsSet | DependencyAdded) -> str:
+    return _json.encode(e.variants).decode()
+
+
+# One statement per event type: (SQL, the event's arguments for it).
+_STATEMENTS: dict[type[Event], tuple[str, Callable[[Any], tuple[object, ...]]]] = {
+    FeatureCreated: (
+        INSERT_FEATURE,
+        lambda e: (
+            e.name,
+            e.project,
+            e.feature_type,
+            e.description,
+            e.impression_data,
+            e.created_at,
+        ),
+    ),
+    FeatureArchived: (ARCHIVE, lambda e: (e.name, e.archived_at)),
+    FeatureRevived: (REVIVE, lambda e: (e.name, e.revived_at, e.lifecycle_stage)),
+    StrategyAdded: (
+        INSERT_STRATEGY,
+        lambda e: (
+            e.strategy.id,
+            e.name,
+            e.environment,
+            *_strategy_columns(e.strategy),
+            e.added_at,
+        ),
+    ),
+    StrategyUpdated: (UPDATE_STRATEGY, lambda e: (e.strategy.id, *_strategy_columns(e.strategy))),
+    StrategyRemoved: (DELETE_STRATEGY, lambda e: (e.strategy_id,)),
+    FeatureEnvironmentEnabled: (SWITCH, lambda e: (e.name, e.environment, True)),
+    FeatureEnvironmentDisabled: (SWITCH, lambda e: (e.name, e.environment, False)),
+    EnvironmentVariantsSet: (SET_VARIANTS, lambda e: (e.name, e.environment, _variants(e))),
+    FeatureTagged: (TAG, lambda e: (e.name, e.tag_type, e.value, e.tagged_at)),
+    FeatureUntagged: (UNTAG, lambda e: (e.name, e.tag_type, e.value)),
+    DependencyAdded: (DEPEND, lambda e: (e.name, e.parent, e.enabled, _variants(e))),
+    DependencyRemoved: (UNDEPEND, lambda e: (e.name, e.parent)),
+}
+
+
+async def apply(conn: Conn, recorded: RecordedEvent) -> None:
+    statement = _STATEMENTS.get(type(recorded.event))
+    if statement is not None:
+        sql, arguments = statement
+        await conn.execute(sql, *arguments(recorded.event))
 
 
 PROJECTION = Projection(
     name="features",
     mode="inline",
-    tables=("features", "feature_environments", "feature_strategies", "feature_tags"),
-    handles=frozenset(
-        c.type_name()
-        for c in (
-            FeatureCreated,
-            FeatureArchived,
-            FeatureRevived,
-            StrategyAdded,
-            StrategyUpdated,
-            StrategyRemoved,
-            FeatureEnvironmentEnabled,
-            FeatureEnvironmentDisabled,
-            EnvironmentVariantsSet,
-            FeatureTagged,
-            FeatureUntagged,
-        )
+    tables=(
+        "features",
+        "feature_environments",
+        "feature_strategies",
+        "feature_tags",
+        "feature_dependencies",
     ),
+    handles=frozenset(c.type_name() for c in _STATEMENTS),
     apply=apply,
 )

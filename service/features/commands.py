@@ -100,3 +100,9 @@ Variants = Annotated[list[Variant], msgspec.Meta(max_length=100)]
 class TagBody(msgspec.Struct, frozen=True, kw_only=True):
     type: Short = "simple"
     value: str
+
+
+class DependencyBody(msgspec.Struct, frozen=True, kw_only=True):
+    feature: Short
+    enabled: bool = True
+    variants: Annotated[list[Short], msgspec.Meta(max_length=100)] = []

@@ -11,6 +11,7 @@ import msgspec
 from service.errors import NameExists, NotFound, ValidationError
 from service.features.commands import StrategyVariant, Variant
 from service.features.events import (
+    DependencyAdded,
     FeatureArchived,
     FeatureCreated,
     FeatureRevived,
@@ -21,7 +22,12 @@ from service.names import validate_name
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from service.features.commands import Constraint, CreateFeature, StrategyBody
+    from service.features.commands import (
+        Constraint,
+        CreateFeature,
+        DependencyBody,
+        StrategyBody,
+    )
 
 V = TypeVar("V", StrategyVariant, Variant)
 
@@ -190,3 +196,38 @@ def tag_value(body_value: str) -> str:
 def check_tag_type(tag_type: str) -> None:
     if tag_type not in TAG_TYPES:
         raise ValidationError(f"Tag type {tag_type} does not exist - at `$.type`")
+
+
+def add_dependency(  # noqa: PLR0913 - every fact the rule needs
+    child: str,
+    project: str,
+    body: DependencyBody,
+    *,
+    parent_found: bool,
+    parent_has_parents: bool,
+    child_has_children: bool,
+) -> DependencyAdded:
+    """One level only: no self-dependency, no parent with a parent, no child with children."""
+    if body.feature == child:
+        raise ValidationError("A flag cannot depend on itself - at `$.feature`")
+    if not parent_found:
+        raise ValidationError(
+            f"The parent {body.feature} must be an active flag in project {project}"
+            " - at `$.feature`"
+        )
+    if parent_has_parents:
+        raise ValidationError(
+            f"{body.feature} depends on another flag itself; chains are not allowed"
+            " - at `$.feature`"
+        )
+    if child_has_children:
+        raise ValidationError(f"{child} is a parent of other flags; it cannot depend on one itself")
+    if body.variants and not body.enabled:
+        raise ValidationError("variants apply only when enabled is true - at `$.variants`")
+    return DependencyAdded(
+        name=child,
+        project=project,
+        parent=body.feature,
+        enabled=body.enabled,
+        variants=list(dict.fromkeys(body.variants)),
+    )

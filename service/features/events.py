@@ -122,3 +122,21 @@ class FeatureUntagged(Event, frozen=True, kw_only=True, tag="FeatureUntagged"):
     name: str
     tag_type: str
     value: str
+
+
+class DependencyAdded(Event, frozen=True, kw_only=True, tag="DependencyAdded"):
+    """The flag now depends on a parent flag of its project (replaces an earlier one)."""
+
+    name: str
+    project: str
+    parent: str
+    enabled: bool
+    variants: list[str]
+
+
+class DependencyRemoved(Event, frozen=True, kw_only=True, tag="DependencyRemoved"):
+    """The flag no longer depends on that parent."""
+
+    name: str
+    project: str
+    parent: str

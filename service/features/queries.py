@@ -16,7 +16,9 @@ _FEATURE_COLUMNS = """
 SELECT f.name, f.project, f.type, f.description, f.impression_data, f.stale, f.created_at,
        f.archived_at, f.lifecycle_stage, f.lifecycle_entered_at,
        readmodel.feature_environments_json(f.name, f.project) AS environments,
-       readmodel.feature_tags_json(f.name) AS tags
+       readmodel.feature_tags_json(f.name) AS tags,
+       readmodel.feature_dependencies_json(f.name) AS dependencies,
+       readmodel.feature_children_json(f.name) AS children
 FROM features f
 """
 # Everything a create decides on, in one round trip; the project row is share-locked so that
@@ -66,6 +68,14 @@ FROM feature_strategies s WHERE s.feature_name = $1 AND s.environment = $2
 LOCK_FEATURE_BY_NAME = "SELECT 1 FROM features WHERE name = $1 AND archived_at IS NULL FOR UPDATE"
 TAGS_JSON = "SELECT readmodel.feature_tags_json($1)"
 NAME_EXISTS = "SELECT 1 FROM features WHERE name = $1"
+# Lock both flags of a dependency in name order (no deadlock between opposite requests).
+LOCK_PAIR = """
+SELECT name, project FROM features
+WHERE name = ANY($1::text[]) AND archived_at IS NULL ORDER BY name FOR UPDATE
+"""
+HAS_PARENTS = "SELECT EXISTS (SELECT 1 FROM feature_dependencies WHERE child = $1)"
+HAS_CHILDREN = "SELECT EXISTS (SELECT 1 FROM feature_dependencies WHERE parent = $1)"
+PARENTS = "SELECT parent FROM feature_dependencies WHERE child = $1 ORDER BY parent"
 HAS_TAG = """
 SELECT EXISTS (SELECT 1 FROM feature_tags WHERE feature_name = $1 AND type = $2 AND value = $3)
 """
@@ -75,6 +85,7 @@ SELECT coalesce((SELECT variants FROM feature_environments
 """
 
 _environments = msgspec.json.Decoder(list[dict[str, Any]])
+_json_list = msgspec.json.Decoder(list[Any])
 
 
 def environment_json(feature: str, environment: dict[str, Any]) -> dict[str, Any]:
@@ -111,6 +122,8 @@ def new_feature_row(event: FeatureCreated, environments: str) -> dict[str, Any]:
         "lifecycle_entered_at": event.created_at,
         "environments": environments,
         "tags": "[]",
+        "dependencies": "[]",
+        "children": "[]",
     }
 
 
@@ -134,9 +147,9 @@ def feature_json(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
         "environments": environments,
         "variants": [],
         "strategies": [],
-        "tags": _environments.decode(row["tags"]),
-        "children": [],
-        "dependencies": [],
+        "tags": _json_list.decode(row["tags"]),
+        "children": _json_list.decode(row["children"]),
+        "dependencies": _json_list.decode(row["dependencies"]),
         "lifecycle": {
             "stage": row["lifecycle_stage"],
             "enteredStageAt": row["lifecycle_entered_at"],
