@@ -8,10 +8,13 @@ import msgspec
 
 from projections.base import Projection
 from service.features.events import (
+    ClonedDependency,
+    ClonedEnvironment,
     DependencyAdded,
     DependencyRemoved,
     EnvironmentVariantsSet,
     FeatureArchived,
+    FeatureCloned,
     FeatureCreated,
     FeatureEnvironmentDisabled,
     FeatureEnvironmentEnabled,
@@ -92,7 +95,9 @@ def _strategy_columns(s: StrategyData) -> tuple[object, ...]:
     )
 
 
-def _variants(e: EnvironmentVariantsSet | DependencyAdded) -> str:
+def _variants(
+    e: EnvironmentVariantsSet | DependencyAdded | ClonedEnvironment | ClonedDependency,
+) -> str:
     return _json.encode(e.variants).decode()
 
 
@@ -133,7 +138,30 @@ _STATEMENTS: dict[type[Event], tuple[str, Callable[[Any], tuple[object, ...]]]] 
 }
 
 
+async def _apply_clone(conn: Conn, e: FeatureCloned) -> None:
+    """The copy, whole: flag row, environment variants, strategies, tags, dependencies."""
+    created = (e.name, e.project, e.feature_type, e.description, e.impression_data, e.created_at)
+    await conn.execute(INSERT_FEATURE, *created)
+    for env in e.environments:
+        if env.variants:
+            await conn.execute(SET_VARIANTS, e.name, env.environment, _variants(env))
+    strategies = [
+        (s.id, e.name, env.environment, *_strategy_columns(s), e.created_at)
+        for env in e.environments
+        for s in env.strategies
+    ]
+    if strategies:
+        await conn.executemany(INSERT_STRATEGY, strategies)
+    for tag in e.tags:
+        await conn.execute(TAG, e.name, tag.tag_type, tag.value, e.created_at)
+    for dep in e.dependencies:
+        await conn.execute(DEPEND, e.name, dep.parent, dep.enabled, _variants(dep))
+
+
 async def apply(conn: Conn, recorded: RecordedEvent) -> None:
+    if isinstance(recorded.event, FeatureCloned):
+        await _apply_clone(conn, recorded.event)
+        return
     statement = _STATEMENTS.get(type(recorded.event))
     if statement is not None:
         sql, arguments = statement
@@ -150,6 +178,6 @@ PROJECTION = Projection(
         "feature_tags",
         "feature_dependencies",
     ),
-    handles=frozenset(c.type_name() for c in _STATEMENTS),
+    handles=frozenset({FeatureCloned.type_name()} | {c.type_name() for c in _STATEMENTS}),
     apply=apply,
 )

@@ -23,7 +23,7 @@ from service.appkeys import (
     Resolver,
 )
 from service.errors import NotReady
-from service.features import configuration, dependencies, tags
+from service.features import clone, configuration, dependencies, tags
 from service.features import handlers as features
 from service.http import MIDDLEWARES, Route, json_response
 from service.projects import handlers as projects
@@ -68,6 +68,7 @@ ROUTES: list[Route] = [
     *configuration.ROUTES,
     *tags.ROUTES,
     *dependencies.ROUTES,
+    *clone.ROUTES,
     *segments.ROUTES,
 ]
 

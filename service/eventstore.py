@@ -70,6 +70,10 @@ FROM events WHERE stream_type = $1 AND stream_key = $2 ORDER BY stream_version
 """
 HEAD = "SELECT position FROM log_head WHERE id = 1"
 STREAM_VERSION = "SELECT version FROM streams WHERE stream_type = $1 AND stream_key = $2"
+LAST_POSITION = """
+SELECT position FROM events WHERE stream_type = $1 AND stream_key = $2
+ORDER BY stream_version DESC LIMIT 1
+"""
 
 
 async def append(  # noqa: PLR0913 - the envelope has this many parts
@@ -179,6 +183,12 @@ async def head(conn: Conn) -> int:
 async def stream_version(conn: Conn, stream: tuple[str, str]) -> int | None:
     version = await conn.fetchval(STREAM_VERSION, *stream)
     return None if version is None else int(version)
+
+
+async def last_position(conn: Conn, stream: tuple[str, str]) -> int | None:
+    """Position of the stream's latest event: where its state was when someone read it."""
+    position = await conn.fetchval(LAST_POSITION, *stream)
+    return None if position is None else int(position)
 
 
 async def read_stream(conn: Conn, stream: tuple[str, str]) -> list[RecordedEvent]:

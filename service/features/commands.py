@@ -106,3 +106,8 @@ class DependencyBody(msgspec.Struct, frozen=True, kw_only=True):
     feature: Short
     enabled: bool = True
     variants: Annotated[list[Short], msgspec.Meta(max_length=100)] = []
+
+
+class CloneFeature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    name: str
+    replace_group_id: bool = True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import uuid
 from datetime import datetime
 from typing import TYPE_CHECKING, TypeVar
 
@@ -231,3 +232,13 @@ def add_dependency(  # noqa: PLR0913 - every fact the rule needs
         enabled=body.enabled,
         variants=list(dict.fromkeys(body.variants)),
     )
+
+
+def clone_strategy(
+    strategy: StrategyData, new_name: str, *, replace_group_id: bool
+) -> StrategyData:
+    """A copy with a new id; groupId follows the new name unless told otherwise."""
+    parameters = dict(strategy.parameters)
+    if replace_group_id and "groupId" in parameters:
+        parameters["groupId"] = new_name
+    return msgspec.structs.replace(strategy, id=str(uuid.uuid4()), parameters=parameters)

@@ -140,3 +140,37 @@ class DependencyRemoved(Event, frozen=True, kw_only=True, tag="DependencyRemoved
     name: str
     project: str
     parent: str
+
+
+class ClonedEnvironment(msgspec.Struct, frozen=True, kw_only=True):
+    environment: str
+    strategies: list[StrategyData]
+    variants: list[Variant]
+
+
+class ClonedDependency(msgspec.Struct, frozen=True, kw_only=True):
+    parent: str
+    enabled: bool
+    variants: list[str]
+
+
+class ClonedTag(msgspec.Struct, frozen=True, kw_only=True):
+    tag_type: str
+    value: str
+
+
+class FeatureCloned(Event, frozen=True, kw_only=True, tag="FeatureCloned"):
+    """A new flag was created as a copy of another; this event alone rebuilds the copy."""
+
+    name: str
+    project: str
+    feature_type: str
+    description: str | None
+    impression_data: bool
+    created_at: datetime
+    source: str
+    source_project: str
+    source_position: int
+    environments: list[ClonedEnvironment]
+    dependencies: list[ClonedDependency]
+    tags: list[ClonedTag]

@@ -68,6 +68,7 @@ FROM feature_strategies s WHERE s.feature_name = $1 AND s.environment = $2
 LOCK_FEATURE_BY_NAME = "SELECT 1 FROM features WHERE name = $1 AND archived_at IS NULL FOR UPDATE"
 TAGS_JSON = "SELECT readmodel.feature_tags_json($1)"
 NAME_EXISTS = "SELECT 1 FROM features WHERE name = $1"
+ARCHIVED_STATE_BY_NAME = "SELECT archived_at IS NOT NULL FROM features WHERE name = $1"
 # Lock both flags of a dependency in name order (no deadlock between opposite requests).
 LOCK_PAIR = """
 SELECT name, project FROM features
