@@ -36,6 +36,7 @@ fmt: install
 bench: install
 	$(BIN)/python -m tests.bench.append
 	$(BIN)/python -m tests.bench.create
+	$(BIN)/python -m tests.bench.clone
 
 clean:
 	rm -rf $(VENV) .data .pytest_cache .mypy_cache .ruff_cache

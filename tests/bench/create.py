@@ -107,12 +107,15 @@ def run_wrk(  # noqa: PLR0917 - one measured row, every knob explicit
     concurrency: int,
     seconds: int,
     pid: int | None,
+    path: str | None = None,
 ) -> Row:
+    """wrk POSTs `{"name": <fresh>, "type": "release"}` to path (default: create a flag)."""
     headers = {"Authorization": token, "Content-Type": "application/json"}
     run = f"c{concurrency}{int(time.time())}"
+    target = path or f"/api/admin/projects/{project}/features"
     script = (
         LUA.replace("RUN", json.dumps(run))
-        .replace("PATH", json.dumps(f"/api/admin/projects/{project}/features"))
+        .replace("PATH", json.dumps(target))
         .replace("HEADERS", "{" + ", ".join(f'["{k}"] = "{v}"' for k, v in headers.items()) + "}")
     )
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as handle:
