@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -28,37 +28,60 @@ if TYPE_CHECKING:
 
     from service.db import Conn
 
-_constraints = msgspec.json.Decoder(list[Constraint])
-_strategy_variants = msgspec.json.Decoder(list[StrategyVariant])
-_variants = msgspec.json.Decoder(list[Variant])
-_parameters = msgspec.json.Decoder(dict[str, str])
-_strings = msgspec.json.Decoder(list[str])
 
 SOURCE = """
 SELECT name, project, type, description, impression_data FROM features
 WHERE name = $1 AND archived_at IS NULL FOR SHARE
 """
 TARGET_PROJECT = "SELECT archived_at FROM projects WHERE id = $1 FOR SHARE"
-TARGET_ENVIRONMENTS = """
-SELECT environment FROM project_environments WHERE project_id = $1 ORDER BY environment
+# Everything the copy takes from its source, in one round trip (the source row is share-locked).
+COPY_CONTEXT = """
+SELECT
+  (SELECT coalesce(array_agg(environment ORDER BY environment), '{}')
+   FROM project_environments WHERE project_id = $2) AS environments,
+  (SELECT coalesce(json_agg(json_build_object(
+              'environment', s.environment, 'id', s.id, 'name', s.name, 'title', s.title,
+              'disabled', s.disabled, 'sort_order', s.sort_order,
+              'constraints', s.constraints, 'parameters', s.parameters,
+              'variants', s.variants, 'segments', s.segments)
+              ORDER BY s.environment, s.sort_order, s.created_at, s.id), '[]')
+   FROM feature_strategies s
+   JOIN project_environments pe ON pe.project_id = $2 AND pe.environment = s.environment
+   WHERE s.feature_name = $1) AS strategies,
+  (SELECT coalesce(json_object_agg(fe.environment, fe.variants), '{}')
+   FROM feature_environments fe
+   JOIN project_environments pe ON pe.project_id = $2 AND pe.environment = fe.environment
+   WHERE fe.feature_name = $1) AS variants,
+  (SELECT coalesce(json_agg(json_build_object(
+              'parent', d.parent, 'enabled', d.enabled, 'variants', d.variants)
+              ORDER BY d.parent), '[]')
+   FROM feature_dependencies d JOIN features p ON p.name = d.parent
+   WHERE d.child = $1 AND p.project = $2 AND p.archived_at IS NULL) AS dependencies,
+  (SELECT coalesce(json_agg(json_build_object('tag_type', t.type, 'value', t.value)
+              ORDER BY t.type, t.value), '[]')
+   FROM feature_tags t WHERE t.feature_name = $1) AS tags,
+  (SELECT position FROM events WHERE stream_type = 'feature' AND stream_key = $1
+   ORDER BY stream_version DESC LIMIT 1) AS source_position
 """
-SOURCE_VARIANTS = """
-SELECT environment, variants::text AS variants FROM feature_environments
-WHERE feature_name = $1 AND environment = ANY($2::text[])
-"""
-SOURCE_STRATEGIES = """
-SELECT environment, id::text AS id, name, title, disabled, sort_order,
-       constraints::text AS constraints, parameters::text AS parameters,
-       variants::text AS variants, segments
-FROM feature_strategies WHERE feature_name = $1 AND environment = ANY($2::text[])
-ORDER BY environment, sort_order, created_at, id
-"""
-SOURCE_TAGS = "SELECT type, value FROM feature_tags WHERE feature_name = $1 ORDER BY type, value"
-SOURCE_DEPENDENCIES = """
-SELECT d.parent, d.enabled, d.variants::text AS variants
-FROM feature_dependencies d JOIN features p ON p.name = d.parent
-WHERE d.child = $1 AND p.project = $2 AND p.archived_at IS NULL ORDER BY d.parent
-"""
+
+
+class _StrategyRow(msgspec.Struct, frozen=True, kw_only=True):
+    environment: str
+    id: str
+    name: str
+    title: str | None
+    disabled: bool
+    sort_order: int
+    constraints: list[Constraint]
+    parameters: dict[str, str]
+    variants: list[StrategyVariant]
+    segments: list[int]
+
+
+_strategy_rows = msgspec.json.Decoder(list[_StrategyRow])
+_variants_by_environment = msgspec.json.Decoder(dict[str, list[Variant]])
+_dependencies = msgspec.json.Decoder(list[ClonedDependency])
+_tags = msgspec.json.Decoder(list[ClonedTag])
 
 
 async def clone_feature(request: web.Request) -> web.Response:
@@ -89,19 +112,17 @@ async def _decide(
     conn: Conn, source: asyncpg.Record, project_id: str, cmd: CloneFeature
 ) -> FeatureCloned:
     """Everything the copy takes from its source, per behavior.md section 2."""
-    name = source["name"]
-    environments = [r["environment"] for r in await conn.fetch(TARGET_ENVIRONMENTS, project_id)]
-    strategies: dict[str, list[StrategyData]] = {env: [] for env in environments}
-    for row in await conn.fetch(SOURCE_STRATEGIES, name, environments):
+    context = await conn.fetchrow(COPY_CONTEXT, source["name"], project_id)
+    assert context is not None  # a SELECT without FROM always yields its one row
+    strategies: dict[str, list[StrategyData]] = {env: [] for env in context["environments"]}
+    for row in _strategy_rows.decode(context["strategies"]):
+        fields = msgspec.structs.asdict(row)
+        environment = fields.pop("environment")
         copy = domain.clone_strategy(
-            _strategy(row), cmd.name, replace_group_id=cmd.replace_group_id
+            StrategyData(**fields), cmd.name, replace_group_id=cmd.replace_group_id
         )
-        strategies[row["environment"]].append(copy)
-    variants = {
-        r["environment"]: _variants.decode(r["variants"])
-        for r in await conn.fetch(SOURCE_VARIANTS, name, environments)
-    }
-    position = await eventstore.last_position(conn, domain.stream(name))
+        strategies[environment].append(copy)
+    variants = _variants_by_environment.decode(context["variants"])
     return FeatureCloned(
         name=cmd.name,
         project=project_id,
@@ -109,39 +130,15 @@ async def _decide(
         description=source["description"],
         impression_data=source["impression_data"],
         created_at=datetime.now(UTC),
-        source=name,
+        source=source["name"],
         source_project=source["project"],
-        source_position=position or 0,
+        source_position=context["source_position"] or 0,
         environments=[
-            ClonedEnvironment(
-                environment=env, strategies=strategies[env], variants=variants.get(env, [])
-            )
-            for env in environments
+            ClonedEnvironment(environment=env, strategies=found, variants=variants.get(env, []))
+            for env, found in strategies.items()
         ],
-        dependencies=[
-            ClonedDependency(
-                parent=r["parent"], enabled=r["enabled"], variants=_strings.decode(r["variants"])
-            )
-            for r in await conn.fetch(SOURCE_DEPENDENCIES, name, project_id)
-        ],
-        tags=[
-            ClonedTag(tag_type=r["type"], value=r["value"])
-            for r in await conn.fetch(SOURCE_TAGS, name)
-        ],
-    )
-
-
-def _strategy(row: Any) -> StrategyData:
-    return StrategyData(
-        id=row["id"],
-        name=row["name"],
-        title=row["title"],
-        disabled=row["disabled"],
-        sort_order=row["sort_order"],
-        constraints=_constraints.decode(row["constraints"]),
-        parameters=_parameters.decode(row["parameters"]),
-        variants=_strategy_variants.decode(row["variants"]),
-        segments=list(row["segments"]),
+        dependencies=_dependencies.decode(context["dependencies"]),
+        tags=_tags.decode(context["tags"]),
     )
 
 

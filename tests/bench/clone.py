@@ -37,6 +37,8 @@ from tests.bench.create import (
 )
 
 OUT = ROOT / "tests" / "bench" / "out" / "clone.json"
+# The reference only accepts constraints on context fields it knows; these are built in.
+CONTEXT_FIELDS = ("userId", "sessionId", "appName", "environment")
 STRATEGY: dict[str, Any] = {
     "name": "flexibleRollout",
     "constraints": [{"contextName": "userId", "operator": "IN", "values": ["a", "b"]}],
@@ -64,7 +66,11 @@ def make_source(
     call(base, token, "POST", "/api/admin/projects/default/features", {"name": name})
     strategy = STRATEGY | {
         "constraints": [
-            {"contextName": f"c{i}", "operator": "IN", "values": ["a", "b"]}
+            {
+                "contextName": CONTEXT_FIELDS[i % len(CONTEXT_FIELDS)],
+                "operator": "IN",
+                "values": [f"v{i}", "b"],
+            }
             for i in range(constraints)
         ]
     }
