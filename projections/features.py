@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -145,10 +146,11 @@ async def _apply_clone(conn: Conn, e: FeatureCloned) -> None:
     for env in e.environments:
         if env.variants:
             await conn.execute(SET_VARIANTS, e.name, env.environment, _variants(env))
+    # Copies keep the source's order: created_at breaks sortOrder ties, so it counts up.
+    copied = [(env.environment, s) for env in e.environments for s in env.strategies]
     strategies = [
-        (s.id, e.name, env.environment, *_strategy_columns(s), e.created_at)
-        for env in e.environments
-        for s in env.strategies
+        (s.id, e.name, environment, *_strategy_columns(s), e.created_at + timedelta(microseconds=i))
+        for i, (environment, s) in enumerate(copied)
     ]
     if strategies:
         await conn.executemany(INSERT_STRATEGY, strategies)

@@ -173,3 +173,16 @@ async def test_the_clone_event_alone_rebuilds_the_copy(
             assert [tuple(r) for r in rebuilt] == [tuple(r) for r in live], table
         await conn.execute("DROP SCHEMA only_clone CASCADE")
     assert source["name"] == "src"
+
+
+async def test_a_clone_keeps_the_order_of_strategies_that_share_a_sort_order(
+    client: Client,
+) -> None:
+    await create(client, {"name": "ord"})
+    url = f"{FEATURES}/ord/environments/development/strategies"
+    for i in range(5):
+        body = {"name": "default", "title": f"s{i}", "sortOrder": 0}
+        assert (await client.post(url, json=body, headers=ADMIN)).status == 200
+    copy = await (await client.post(clone_url("ord"), json={"name": "ord-c"}, headers=ADMIN)).json()
+    titles = [s["title"] for s in copy["environments"][0]["strategies"]]
+    assert titles == ["s0", "s1", "s2", "s3", "s4"]

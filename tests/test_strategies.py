@@ -351,3 +351,36 @@ async def test_concurrent_strategy_adds_all_land(client: Client, app: web.Applic
     assert sorted(s["sortOrder"] for s in listed) == list(range(20))
     async with app[POOL].acquire() as conn:
         assert (await verify(conn)).ok
+
+
+@pytest.mark.usefixtures("flag")
+async def test_a_bad_body_is_400_before_a_bad_strategy_id(client: Client) -> None:
+    resp = await client.put(f"{DEV}/strategies/not-a-uuid", json={}, headers=ADMIN)
+    await error(resp, 400, "ValidationError")
+
+
+@pytest.mark.usefixtures("flag")
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        ({"type": "json", "value": "{not json"}, "A json payload needs valid JSON"),
+        ({"type": "number", "value": "abc"}, "A number payload needs a number"),
+        ({"type": "number", "value": "nan"}, "A number payload needs a number"),
+    ],
+)
+async def test_payload_values_fit_their_type(
+    client: Client, payload: dict[str, str], message: str
+) -> None:
+    variant = {
+        "name": "v",
+        "weight": 0,
+        "weightType": "variable",
+        "stickiness": "d",
+        "payload": payload,
+    }
+    resp = await client.post(
+        f"{DEV}/strategies", json={"name": "default", "variants": [variant]}, headers=ADMIN
+    )
+    assert (await error(resp, 400, "ValidationError")).startswith(message)
+    resp = await client.put(f"{DEV}/variants", json=[variant], headers=ADMIN)
+    assert (await error(resp, 400, "ValidationError")).startswith(message)

@@ -104,8 +104,8 @@ async def add_strategy(request: web.Request) -> web.Response:
 
 async def update_strategy(request: web.Request) -> web.Response:
     target = _target(request)
+    body = await read_json(request, StrategyBody)  # a bad body is a 400 before any 404
     strategy_id = _strategy_id(request)
-    body = await read_json(request, StrategyBody)
     async with request.app[POOL].acquire() as conn, conn.transaction():
         await _lock(conn, target)
         await _existing_strategy(conn, target, strategy_id)

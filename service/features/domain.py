@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import uuid
 from datetime import datetime
@@ -128,9 +129,29 @@ def spread_weights(variants: Sequence[V], path: str) -> list[V]:
 
 
 def check_variant_names(variants: Sequence[StrategyVariant | Variant], path: str) -> None:
+    """Names are unique, and a payload's value fits its type (json parses, number is one)."""
     names = [v.name for v in variants]
     if len(names) != len(set(names)):
         raise ValidationError(f"Variant names must be unique - at `{path}`")
+    for i, variant in enumerate(variants):
+        payload = variant.payload
+        if payload is None:
+            continue
+        where = f"{path}[{i}].payload.value"
+        if payload.type == "number" and not _is_number(payload.value):
+            raise ValidationError(f"A number payload needs a number - at `{where}`")
+        if payload.type == "json":
+            try:
+                msgspec.json.decode(payload.value)
+            except msgspec.DecodeError:
+                raise ValidationError(f"A json payload needs valid JSON - at `{where}`") from None
+
+
+def _is_number(value: str) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except ValueError:
+        return False
 
 
 def check_constraints(constraints: Sequence[Constraint]) -> None:
@@ -146,10 +167,8 @@ def _check_single_value(operator: str, value: str | None, path: str) -> None:
     if value is None or not value.strip():
         raise ValidationError(f"{operator} needs a `value` - at `{path}`")
     if operator.startswith("NUM_"):
-        try:
-            float(value)
-        except ValueError:
-            raise ValidationError(f"{operator} needs a number - at `{path}`") from None
+        if not _is_number(value):
+            raise ValidationError(f"{operator} needs a number - at `{path}`")
     elif operator.startswith("DATE_"):
         try:
             datetime.fromisoformat(value)

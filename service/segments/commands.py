@@ -14,4 +14,4 @@ class SegmentBody(msgspec.Struct, frozen=True, kw_only=True):
 
     name: Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
     description: Annotated[str, msgspec.Meta(max_length=1000)] | None = None
-    constraints: Annotated[list[Constraint], msgspec.Meta(max_length=100)] = []
+    constraints: Annotated[list[Constraint], msgspec.Meta(max_length=100)]
