@@ -17,7 +17,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -31,9 +30,8 @@ from tests.bench.create import (
     ROOT,
     TOKEN,
     Row,
-    free_port,
     run_wrk,
-    wait_ready,
+    serving_ours,
 )
 
 OUT = ROOT / "tests" / "bench" / "out" / "clone.json"
@@ -119,36 +117,8 @@ def measure(server: str, base: str, token: str, seconds: int, pid: int | None) -
 
 
 def bench_ours(seconds: int) -> dict[str, Any]:
-    data_dir = Path(tempfile.mkdtemp(prefix="bench-clone-", dir="/tmp"))
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"} | {
-        "PORT": str(port),
-        "DATA_DIR": str(data_dir),
-        "LOG_FORMAT": "json",
-        "INIT_ADMIN_API_TOKENS": TOKEN,
-    }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "service", "serve"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_ready(f"{base}/ready")
-        return measure("ours", base, TOKEN, seconds, proc.pid)
-    finally:
-        proc.terminate()
-        proc.wait(30)
-        subprocess.run(
-            [sys.executable, "-m", "service", "verify"],
-            cwd=ROOT,
-            env=env,
-            check=False,
-            stdout=sys.stderr,
-        )
-        shutil.rmtree(data_dir, ignore_errors=True)
+    with serving_ours() as (base, pid):
+        return measure("ours", base, TOKEN, seconds, pid)
 
 
 def bench_reference(seconds: int) -> dict[str, Any]:

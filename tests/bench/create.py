@@ -11,6 +11,7 @@ Prints a markdown table and writes JSON to tests/bench/out/create.json.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -24,8 +25,12 @@ import time
 import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psutil
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests" / "bench" / "out" / "create.json"
@@ -165,8 +170,13 @@ def run_wrk(  # noqa: PLR0917 - one measured row, every knob explicit
     )
 
 
-def bench_ours(seconds: int) -> list[Row]:
-    data_dir = Path(tempfile.mkdtemp(prefix="bench-create-", dir="/tmp"))
+@contextlib.contextmanager
+def serving_ours() -> Iterator[tuple[str, int]]:
+    """Our service as its own process on a fresh embedded PostgreSQL: yields (base URL, pid).
+
+    On the way out it stops the service and runs `verify` on the database it filled.
+    """
+    data_dir = Path(tempfile.mkdtemp(prefix="bench-", dir="/tmp"))
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"} | {
         "PORT": str(port),
@@ -184,7 +194,7 @@ def bench_ours(seconds: int) -> list[Row]:
     base = f"http://127.0.0.1:{port}"
     try:
         wait_ready(f"{base}/ready")
-        return [run_wrk("ours", base, "default", TOKEN, c, seconds, proc.pid) for c in CONCURRENCY]
+        yield base, proc.pid
     finally:
         proc.terminate()
         proc.wait(30)
@@ -196,6 +206,11 @@ def bench_ours(seconds: int) -> list[Row]:
             stdout=sys.stderr,
         )
         shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def bench_ours(seconds: int) -> list[Row]:
+    with serving_ours() as (base, pid):
+        return [run_wrk("ours", base, "default", TOKEN, c, seconds, pid) for c in CONCURRENCY]
 
 
 def bench_reference(seconds: int) -> list[Row]:
