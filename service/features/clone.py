@@ -11,7 +11,7 @@ from service import auth, eventstore, store
 from service.appkeys import POOL, REQUEST_ID
 from service.errors import NameExists, NotFound
 from service.features import domain, queries
-from service.features.commands import CloneFeature, Constraint, StrategyVariant, Variant
+from service.features.commands import CloneFeature, Variant
 from service.features.events import (
     ClonedDependency,
     ClonedEnvironment,
@@ -65,17 +65,10 @@ SELECT
 """
 
 
-class _StrategyRow(msgspec.Struct, frozen=True, kw_only=True):
+class _StrategyRow(StrategyData, frozen=True, kw_only=True):
+    """A source strategy and the environment it is in."""
+
     environment: str
-    id: str
-    name: str
-    title: str | None
-    disabled: bool
-    sort_order: int
-    constraints: list[Constraint]
-    parameters: dict[str, str]
-    variants: list[StrategyVariant]
-    segments: list[int]
 
 
 _strategy_rows = msgspec.json.Decoder(list[_StrategyRow])
@@ -117,11 +110,11 @@ async def _decide(
     strategies: dict[str, list[StrategyData]] = {env: [] for env in context["environments"]}
     for row in _strategy_rows.decode(context["strategies"]):
         fields = msgspec.structs.asdict(row)
-        environment = fields.pop("environment")
+        del fields["environment"]  # the event's strategies are plain StrategyData
         copy = domain.clone_strategy(
             StrategyData(**fields), cmd.name, replace_group_id=cmd.replace_group_id
         )
-        strategies[environment].append(copy)
+        strategies[row.environment].append(copy)
     variants = _variants_by_environment.decode(context["variants"])
     return FeatureCloned(
         name=cmd.name,

@@ -21,7 +21,6 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 from tests.bench.create import (
@@ -32,6 +31,7 @@ from tests.bench.create import (
     Row,
     run_wrk,
     serving_ours,
+    serving_reference,
 )
 
 OUT = ROOT / "tests" / "bench" / "out" / "clone.json"
@@ -122,20 +122,8 @@ def bench_ours(seconds: int) -> dict[str, Any]:
 
 
 def bench_reference(seconds: int) -> dict[str, Any]:
-    env = os.environ | {"UNLEASH_FEATURE_FLAGS_LIMIT": "10000000"}
-    subprocess.run(
-        ["bash", str(REFERENCE / "setup.sh"), "--fresh"],
-        check=True,
-        capture_output=True,
-        text=True,
-        env=env,
-    )
-    ref_dir = Path(os.environ.get("UNLEASH_REF_DIR", "/tmp/unleash-ref"))
-    pid = int((ref_dir / "unleash.pid").read_text())
-    try:
-        return measure("reference", "http://127.0.0.1:4242", REFERENCE_TOKEN, seconds, pid)
-    finally:
-        subprocess.run(["bash", str(REFERENCE / "stop.sh")], check=False, capture_output=True)
+    with serving_reference() as (base, pid):
+        return measure("reference", base, REFERENCE_TOKEN, seconds, pid)
 
 
 def main() -> int:

@@ -213,9 +213,11 @@ def bench_ours(seconds: int) -> list[Row]:
         return [run_wrk("ours", base, "default", TOKEN, c, seconds, pid) for c in CONCURRENCY]
 
 
-def bench_reference(seconds: int) -> list[Row]:
+@contextlib.contextmanager
+def serving_reference() -> Iterator[tuple[str, int]]:
+    """The reference server on a fresh database: yields (base URL, pid); stopped after."""
     # Unleash refuses flags past UNLEASH_FEATURE_FLAGS_LIMIT (5,000 by default) with a 400;
-    # the three rows create more than that, so lift it, or the last row measures the limit.
+    # the benchmarks create more than that, so lift it, or the last rows measure the limit.
     env = os.environ | {"UNLEASH_FEATURE_FLAGS_LIMIT": "10000000"}
     setup = subprocess.run(
         ["bash", str(REFERENCE / "setup.sh"), "--fresh"],
@@ -227,14 +229,18 @@ def bench_reference(seconds: int) -> list[Row]:
     base = re.search(r"BASE_URL=(\S+)", setup)
     assert base, setup
     ref_dir = Path(os.environ.get("UNLEASH_REF_DIR", "/tmp/unleash-ref"))
-    pid = int((ref_dir / "unleash.pid").read_text())
     try:
-        return [
-            run_wrk("reference", base[1], "default", REFERENCE_TOKEN, c, seconds, pid)
-            for c in CONCURRENCY
-        ]
+        yield base[1], int((ref_dir / "unleash.pid").read_text())
     finally:
         subprocess.run(["bash", str(REFERENCE / "stop.sh")], check=False, capture_output=True)
+
+
+def bench_reference(seconds: int) -> list[Row]:
+    with serving_reference() as (base, pid):
+        return [
+            run_wrk("reference", base, "default", REFERENCE_TOKEN, c, seconds, pid)
+            for c in CONCURRENCY
+        ]
 
 
 def main() -> int:
