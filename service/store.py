@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from projections.runner import apply_inline
 from service import eventstore
-from service.errors import Conflict
+from service.errors import Conflict, NameExists
 
 if TYPE_CHECKING:
     import uuid
@@ -40,3 +40,18 @@ async def append_to_current(
         return await append(conn, stream, expected, events, metadata)
     except eventstore.WrongExpectedVersion:
         raise Conflict(f"{stream[0]} {stream[1]} was changed concurrently; retry") from None
+
+
+async def append_new(
+    conn: Conn,
+    stream: tuple[str, str],
+    events: Sequence[Event],
+    metadata: Metadata,
+    *,
+    exists: str,
+) -> list[RecordedEvent]:
+    """Start a stream; when a concurrent writer started it first, 409 NameExists(exists)."""
+    try:
+        return await append(conn, stream, "no-stream", events, metadata)
+    except eventstore.WrongExpectedVersion:
+        raise NameExists(exists) from None

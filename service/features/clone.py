@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from service import auth, eventstore, store
+from service import auth, store
 from service.appkeys import POOL, REQUEST_ID
 from service.errors import NameExists, NotFound
 from service.features import domain, queries
@@ -93,10 +93,9 @@ async def clone_feature(request: web.Request) -> web.Response:
             raise NameExists(domain.ARCHIVED_FLAG_EXISTS if taken else domain.FLAG_EXISTS)
         event = await _decide(conn, source, project_id, cmd)
         meta = principal(request).metadata(request[REQUEST_ID])
-        try:
-            await store.append(conn, domain.stream(cmd.name), "no-stream", [event], meta)
-        except eventstore.WrongExpectedVersion:
-            raise NameExists(domain.FLAG_EXISTS) from None
+        await store.append_new(
+            conn, domain.stream(cmd.name), [event], meta, exists=domain.FLAG_EXISTS
+        )
         body = await queries.feature_in_project(conn, cmd.name, project_id)
     return json_response(body)
 

@@ -6,12 +6,12 @@ import math
 import re
 import uuid
 from datetime import datetime
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypeVar, get_args
 
 import msgspec
 
 from service.errors import NameExists, NotFound, ValidationError
-from service.features.commands import StrategyVariant, Variant
+from service.features.commands import Operator, StrategyVariant, Variant
 from service.features.events import (
     DependencyAdded,
     FeatureArchived,
@@ -87,18 +87,10 @@ def revive_features(
 
 # --- strategies, switches, variants -------------------------------------------------------
 
-_SINGLE_VALUE = {
-    "NUM_EQ",
-    "NUM_GT",
-    "NUM_GTE",
-    "NUM_LT",
-    "NUM_LTE",
-    "DATE_AFTER",
-    "DATE_BEFORE",
-    "SEMVER_EQ",
-    "SEMVER_GT",
-    "SEMVER_LT",
-}
+# Operators that compare against one `value`; the rest take a `values` list.
+_SINGLE_VALUE = frozenset(
+    op for op in get_args(Operator) if op.startswith(("NUM_", "DATE_", "SEMVER_"))
+)
 _SEMVER = re.compile(
     r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$"
 )

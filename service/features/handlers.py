@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from service import auth, eventstore, store
+from service import auth, store
 from service.appkeys import POOL, REQUEST_ID
-from service.errors import NameExists, NotFound
+from service.errors import NotFound
 from service.features import domain, queries
 from service.features.commands import CreateFeature, ReviveFeatures
 from service.http import Route, json_response, principal, read_json
@@ -31,11 +31,9 @@ async def create_feature(request: web.Request) -> web.Response:
         event = domain.create_feature(
             cmd, project_id, existing_archived=context["name_taken"], now=datetime.now(UTC)
         )
-        try:
-            stream = domain.stream(cmd.name)
-            await store.append(conn, stream, "no-stream", [event], _meta(request))
-        except eventstore.WrongExpectedVersion:
-            raise NameExists(domain.FLAG_EXISTS) from None
+        await store.append_new(
+            conn, domain.stream(cmd.name), [event], _meta(request), exists=domain.FLAG_EXISTS
+        )
     return json_response(
         queries.feature_json(queries.new_feature_row(event, context["environments"]))
     )

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from service import auth, eventstore, store
+from service import auth, store
 from service.appkeys import POOL, REQUEST_ID
-from service.errors import NameExists, NotFound
+from service.errors import NotFound
 from service.http import Route, json_response, principal, read_json
 from service.names import validate_name
 from service.projects import domain, queries
@@ -43,11 +43,13 @@ async def create_project(request: web.Request) -> web.Response:
         event = domain.create_project(
             cmd, exists=exists, environments=environments, now=datetime.now(UTC)
         )
-        try:
-            stream = domain.project_stream(cmd.id)
-            await store.append(conn, stream, "no-stream", [event], _meta(request))
-        except eventstore.WrongExpectedVersion:
-            raise NameExists(f"A project with id {cmd.id} already exists") from None
+        await store.append_new(
+            conn,
+            domain.project_stream(cmd.id),
+            [event],
+            _meta(request),
+            exists=f"A project with id {cmd.id} already exists",
+        )
         body = await queries.project_detail(conn, cmd.id)
     return json_response(body, status=201)
 
@@ -84,11 +86,13 @@ async def create_environment(request: web.Request) -> web.Response:
         event = domain.create_environment(
             cmd, exists=exists, next_sort_order=next_sort_order, now=datetime.now(UTC)
         )
-        try:
-            stream = domain.environment_stream(cmd.name)
-            await store.append(conn, stream, "no-stream", [event], _meta(request))
-        except eventstore.WrongExpectedVersion:
-            raise NameExists(f"An environment named {cmd.name} already exists") from None
+        await store.append_new(
+            conn,
+            domain.environment_stream(cmd.name),
+            [event],
+            _meta(request),
+            exists=f"An environment named {cmd.name} already exists",
+        )
         row = await conn.fetchrow(queries.ENVIRONMENT, cmd.name)
     assert row is not None
     return json_response(queries.environment_json(row), status=201)
