@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from projections import activity, api_tokens, features, projects, segments
+from projections import accounts, activity, api_tokens, features, projects, segments
 
 if TYPE_CHECKING:
     from projections.base import Projection
 
 INLINE: tuple[Projection, ...] = (
     api_tokens.PROJECTION,
+    accounts.PROJECTION,
     projects.PROJECTION,
     segments.PROJECTION,
     features.PROJECTION,

@@ -12,6 +12,8 @@ from aiohttp import web
 from projections.runner import run_async_projections
 from service import auth, db
 from service.accounts import handlers as accounts
+from service.accounts import service_accounts, tokens
+from service.accounts.usage import TokenUsage
 from service.appkeys import (
     LIFECYCLE,
     POOL,
@@ -19,6 +21,7 @@ from service.appkeys import (
     ROUTE_TABLE,
     SCHEMA_VERSION,
     SETTINGS,
+    TOKEN_USAGE,
     Lifecycle,
     Resolver,
 )
@@ -28,6 +31,8 @@ from service.features import handlers as features
 from service.http import MIDDLEWARES, Route, json_response
 from service.projects import handlers as projects
 from service.segments import handlers as segments
+from service.users import handlers as users
+from service.users import sessions
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -62,6 +67,10 @@ ROUTES: list[Route] = [
     Route("HEAD", "/health", health, auth.PUBLIC),
     Route("GET", "/ready", ready, auth.PUBLIC),
     Route("HEAD", "/ready", ready, auth.PUBLIC),
+    *sessions.ROUTES,
+    *users.ROUTES,
+    *tokens.ROUTES,
+    *service_accounts.ROUTES,
     *accounts.ROUTES,
     *projects.ROUTES,
     *features.ROUTES,
@@ -86,6 +95,7 @@ def create_app(
     app[LIFECYCLE] = Lifecycle()
     app[SCHEMA_VERSION] = len(db.load_migrations())
     app[ROUTE_TABLE] = {}
+    app[TOKEN_USAGE] = TokenUsage()
     for route in ROUTES:
         app[ROUTE_TABLE][app.router.add_route(route.method, route.path, route.handler)] = route
 
@@ -105,7 +115,16 @@ def create_app(
         with contextlib.suppress(asyncio.CancelledError, TimeoutError):
             await asyncio.wait_for(task, CLOSE_SECONDS)
 
+    async def token_usage(app: web.Application) -> AsyncIterator[None]:
+        stop = asyncio.Event()
+        task = asyncio.create_task(app[TOKEN_USAGE].run(app[POOL], stop))
+        yield
+        stop.set()  # the last flush runs before the pool closes
+        with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+            await asyncio.wait_for(task, CLOSE_SECONDS)
+
     app.cleanup_ctx.append(database)
+    app.cleanup_ctx.append(token_usage)
     if async_projections:
         app.cleanup_ctx.append(projections)
     return app

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import asyncpg
 from aiohttp import web
 
+from service.accounts.usage import TokenUsage
 from service.auth import Principal
 from service.settings import Settings
 
@@ -52,6 +53,7 @@ POOL = web.AppKey("pool", asyncpg.Pool)
 LIFECYCLE = web.AppKey("lifecycle", Lifecycle)
 ROUTE_TABLE = web.AppKey("route_table", dict["AbstractRoute", "Route"])
 SCHEMA_VERSION = web.AppKey("schema_version", int)
+TOKEN_USAGE = web.AppKey("token_usage", TokenUsage)
 
 # Per-request state.
 PRINCIPAL = web.RequestKey("principal", Principal)

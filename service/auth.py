@@ -29,9 +29,61 @@ CREATE_SEGMENT: Final = "CREATE_SEGMENT"
 UPDATE_SEGMENT: Final = "UPDATE_SEGMENT"
 DELETE_SEGMENT: Final = "DELETE_SEGMENT"
 PUBLIC: Final = "PUBLIC"  # declared by routes that need no principal at all
+# Held by people only (a session or their own personal access token), never by API tokens or
+# service accounts: managing one's own personal access tokens.
+OWN_ACCOUNT: Final = "OWN_ACCOUNT"
 
 ADMIN_PERMISSIONS: Final = frozenset({ADMIN, READ})
 NO_PERMISSIONS: Final = frozenset[str]()
+
+
+class RootRole(msgspec.Struct, frozen=True, kw_only=True):
+    id: int
+    name: str
+    description: str
+    permissions: frozenset[str]
+
+    def json(self) -> dict[str, object]:
+        return {"id": self.id, "type": "root", "name": self.name, "description": self.description}
+
+
+ROOT_ROLES: Final = {
+    role.id: role
+    for role in (
+        RootRole(
+            id=1,
+            name="Admin",
+            description="Users with the root admin role have superuser access to Unleash and "
+            "can perform any operation within the Unleash platform.",
+            permissions=ADMIN_PERMISSIONS,
+        ),
+        RootRole(
+            id=2,
+            name="Editor",
+            description="Users with the root editor role have access to most features in "
+            "Unleash, but can not manage users and roles in the root scope.",
+            permissions=frozenset(
+                {
+                    READ,
+                    CREATE_FEATURE,
+                    UPDATE_FEATURE,
+                    DELETE_FEATURE,
+                    CREATE_PROJECT,
+                    UPDATE_PROJECT,
+                    CREATE_SEGMENT,
+                    UPDATE_SEGMENT,
+                    DELETE_SEGMENT,
+                }
+            ),
+        ),
+        RootRole(
+            id=3,
+            name="Viewer",
+            description="Users with the root viewer role can only read root resources in Unleash.",
+            permissions=frozenset({READ}),
+        ),
+    )
+}
 
 
 class Principal(msgspec.Struct, frozen=True, kw_only=True):
@@ -41,8 +93,12 @@ class Principal(msgspec.Struct, frozen=True, kw_only=True):
     id: str
     name: str
     permissions: frozenset[str]
+    account_id: int | None = None  # users and service accounts
+    pat_id: int | None = None  # when authenticated by a personal access token
 
     def can(self, permission: str) -> bool:
+        if permission == OWN_ACCOUNT:  # a person's own business: ADMIN does not imply it
+            return OWN_ACCOUNT in self.permissions
         return permission == PUBLIC or ADMIN in self.permissions or permission in self.permissions
 
     def metadata(self, request_id: str | None) -> Metadata:
@@ -91,17 +147,37 @@ def token_from_header(value: str | None) -> str | None:
     return token or None
 
 
+PAT_PREFIX: Final = "user:"
+SESSION_COOKIE: Final = "unleash-session"  # the name Unleash uses
+# One indexed lookup per request, whichever kind of credential it is.
 RESOLVE_API_TOKEN = """
 SELECT id, token_name, type, expires_at FROM api_tokens WHERE secret_hash = $1
 """
+RESOLVE_PAT = """
+SELECT p.id AS pat_id, p.expires_at, u.id, u.account_type, u.name, u.username, u.email, u.root_role
+FROM personal_access_tokens p JOIN users u ON u.id = p.user_id
+WHERE p.secret_hash = $1
+"""
+RESOLVE_SESSION = """
+SELECT s.expires_at, u.id, u.account_type, u.name, u.username, u.email, u.root_role
+FROM sessions s JOIN users u ON u.id = s.user_id
+WHERE s.session_hash = $1
+"""
+
+
+def _expired(expires_at: datetime | None) -> bool:
+    return expires_at is not None and expires_at <= datetime.now(UTC)
 
 
 async def resolve_token(conn: Conn | asyncpg.Pool, token: str) -> Principal | None:
-    """One indexed lookup by hash; None for unknown or expired tokens."""
+    """An API token or a personal access token; None for unknown or expired ones."""
+    if token.startswith(PAT_PREFIX):
+        row = await conn.fetchrow(RESOLVE_PAT, hash_secret(token))
+        if row is None or _expired(row["expires_at"]):
+            return None
+        return account_principal(row, pat_id=row["pat_id"])
     row = await conn.fetchrow(RESOLVE_API_TOKEN, hash_secret(token))
-    if row is None:
-        return None
-    if row["expires_at"] is not None and row["expires_at"] <= datetime.now(UTC):
+    if row is None or _expired(row["expires_at"]):
         return None
     permissions = ADMIN_PERMISSIONS if row["type"] == "admin" else NO_PERMISSIONS
     return Principal(
@@ -109,4 +185,29 @@ async def resolve_token(conn: Conn | asyncpg.Pool, token: str) -> Principal | No
         id=f"api-token:{row['id']}",
         name=row["token_name"],
         permissions=permissions,
+    )
+
+
+async def resolve_session(conn: Conn | asyncpg.Pool, cookie: str) -> Principal | None:
+    """The person signed in with this session cookie; None for unknown or expired sessions."""
+    row = await conn.fetchrow(RESOLVE_SESSION, hash_secret(cookie))
+    if row is None or _expired(row["expires_at"]):
+        return None
+    return account_principal(row)
+
+
+def account_principal(row: asyncpg.Record, *, pat_id: int | None = None) -> Principal:
+    """A user or service account acts with its root role's permissions."""
+    role = ROOT_ROLES.get(row["root_role"])
+    permissions = role.permissions if role is not None else NO_PERMISSIONS
+    person = row["account_type"] == "User"
+    if person:
+        permissions |= {OWN_ACCOUNT}
+    return Principal(
+        kind="user" if person else "service-account",
+        id=f"{'user' if person else 'service-account'}:{row['id']}",
+        name=row["name"] or row["username"] or row["email"] or str(row["id"]),
+        permissions=permissions,
+        account_id=row["id"],
+        pat_id=pat_id,
     )

@@ -70,3 +70,24 @@ class NotReady(AppError):
 
 class ConfigError(Exception):
     """A setting or environment problem found at start-up; the CLI prints it and exits 2."""
+
+
+class WeakPassword(AppError):
+    """A password that fails the OWASP strength rules Unleash applies."""
+
+    status = 400
+    name = "OwaspValidationError"
+
+
+class PasswordMismatch(AppError):
+    """Sign-in failed; the same answer whether the account exists or not."""
+
+    status = 401
+    name = "PasswordMismatch"  # Unleash's name for it
+
+
+class PatLimit(AppError):
+    """An account already holds the most personal access tokens allowed."""
+
+    status = 403
+    name = "OperationDeniedError"  # Unleash's name for it

@@ -23,6 +23,7 @@ from service.appkeys import (
     REQUEST_ID,
     RESOLVER,
     ROUTE_TABLE,
+    TOKEN_USAGE,
 )
 from service.auth import Principal
 
@@ -171,17 +172,31 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
     """Admin API: 401 without a valid token, 403 without the route's permission."""
     if request.path != ADMIN_PREFIX and not request.path.startswith(ADMIN_PREFIX + "/"):
         return await handler(request)
-    token = auth.token_from_header(request.headers.get("Authorization"))
-    who = await request.app[RESOLVER](request.app[POOL], token) if token else None
+    who = await _resolve(request)
     if who is None:
         raise errors.AuthenticationRequired(
             "You must log in or send a valid API token in the Authorization header"
         )
     request[PRINCIPAL] = who
+    if who.pat_id is not None:
+        request.app[TOKEN_USAGE].seen(who.pat_id)
     route = request.app[ROUTE_TABLE].get(request.match_info.route)
     if route is not None and not who.can(route.permission):
+        if route.permission == auth.OWN_ACCOUNT:
+            raise errors.NoAccess("PATs require an authenticated user.")
         raise errors.NoAccess(f"You need the {route.permission} permission for this operation")
     return await handler(request)
+
+
+async def _resolve(request: web.Request) -> Principal | None:
+    """The Authorization header decides when present; otherwise the session cookie."""
+    token = auth.token_from_header(request.headers.get("Authorization"))
+    if token:
+        return await request.app[RESOLVER](request.app[POOL], token)
+    cookie = request.cookies.get(auth.SESSION_COOKIE)
+    if cookie:
+        return await auth.resolve_session(request.app[POOL], cookie)
+    return None
 
 
 @web.middleware

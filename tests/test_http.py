@@ -160,7 +160,18 @@ async def test_json_with_charset_is_accepted(client: Client) -> None:
         (b"{", "Malformed JSON"),
         (b"[1, 2]", "Expected `object`, got `array`"),
         (b'{"type": "client"}', "Object missing required field `tokenName`"),
-        (b'{"tokenName": 5, "type": "client"}', "Expected `str`, got `int` - at `$.tokenName`"),
+        (
+            b'{"tokenName": 5, "type": "client"}',
+            "Expected `str | null`, got `int` - at `$.tokenName`",
+        ),
+        (
+            b'{"tokenName": "x", "type": "client", "environment": "nope"}',
+            "Environment=nope does not exist - at `$.environment`",
+        ),
+        (
+            b'{"tokenName": "x", "type": "client", "projects": ["default", "nope"]}',
+            "Project=nope does not exist - at `$.projects`",
+        ),
         (
             b'{"tokenName": "", "type": "client"}',
             "Expected `str` of length >= 1 - at `$.tokenName`",
@@ -269,6 +280,8 @@ async def test_api_token_lifecycle(client: Client, app: web.Application) -> None
     assert created == {
         "id": created["id"],
         "tokenName": "t-admin",
+        "username": "t-admin",
+        "alias": None,
         "type": "admin",
         "environment": "*",
         "project": "*",
@@ -353,7 +366,7 @@ async def test_every_admin_route_requires_a_token(client: Client) -> None:
             "expiresAt must be within 100 years",
         ),
         (b'{"tokenName": "x", "type": "client", "environment": "a b"}', "Environment may only"),
-        (b'{"tokenName": "x", "type": "client", "projects": ["x" ]}', None),
+        (b'{"tokenName": "x", "type": "client", "projects": ["default" ]}', None),
     ],
 )
 async def test_hostile_bodies_are_400_not_500(

@@ -1,4 +1,4 @@
-"""Request bodies of the api-token routes."""
+"""Request bodies of the api-token, service-account and personal-access-token routes."""
 
 from __future__ import annotations
 
@@ -7,15 +7,34 @@ from typing import Annotated
 
 import msgspec
 
+from service.users.commands import RootRoleRef, Text
+
 TokenName = Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
 Scope = Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
 AwareDatetime = Annotated[datetime, msgspec.Meta(tz=True)]
 
 
 class CreateApiToken(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    token_name: TokenName
+    token_name: TokenName | None = None
+    username: TokenName | None = None  # Unleash's older name for tokenName, still accepted
     type: Annotated[str, msgspec.Meta(min_length=1, max_length=20)]
     environment: Scope | None = None
     project: Scope | None = None
     projects: Annotated[list[Scope], msgspec.Meta(max_length=100)] | None = None
     expires_at: AwareDatetime | None = None
+
+
+class CreatePersonalAccessToken(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    description: Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
+    expires_at: AwareDatetime
+
+
+class CreateServiceAccount(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    username: Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
+    root_role: RootRoleRef
+    name: Text | None = None
+
+
+class UpdateServiceAccount(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    name: Text | msgspec.UnsetType | None = msgspec.UNSET
+    root_role: RootRoleRef | msgspec.UnsetType = msgspec.UNSET

@@ -1,18 +1,31 @@
-"""API tokens: pure decisions, no I/O."""
+"""API tokens, service accounts and personal access tokens: pure decisions, no I/O."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 from typing import TYPE_CHECKING, cast
 
-from service.accounts.events import ApiTokenCreated, TokenType
-from service.errors import ValidationError
+import msgspec
+
+from service.accounts.events import (
+    ApiTokenCreated,
+    PersonalAccessTokenCreated,
+    ServiceAccountCreated,
+    ServiceAccountUpdated,
+    TokenType,
+)
+from service.errors import NameExists, PatLimit, ValidationError
 from service.names import validate_name
+from service.users.domain import clean_text, root_role_id
 
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from service.accounts.commands import CreateApiToken
+    from service.accounts.commands import (
+        CreateApiToken,
+        CreateServiceAccount,
+        UpdateServiceAccount,
+    )
 
 TOKEN_TYPES = ("admin", "client", "frontend")
 DEFAULT_ENVIRONMENT = "development"
@@ -21,6 +34,25 @@ MAX_LIFETIME = timedelta(days=36525)
 
 def stream(token_id: int) -> tuple[str, str]:
     return ("api-token", str(token_id))
+
+
+def token_name(cmd: CreateApiToken) -> str:
+    name = cmd.token_name or cmd.username
+    if name is None:
+        raise ValidationError("Object missing required field `tokenName`")
+    return name
+
+
+def check_scope_exists(
+    scope: tuple[TokenType, str, list[str]], *, environments: set[str], projects: set[str]
+) -> None:
+    """A client or frontend token names an environment and projects that exist."""
+    _, environment, wanted = scope
+    if environment != "*" and environment not in environments:
+        raise ValidationError(f"Environment={environment} does not exist - at `$.environment`")
+    for project in wanted:
+        if project != "*" and project not in projects:
+            raise ValidationError(f"Project={project} does not exist - at `$.projects`")
 
 
 def token_scope(cmd: CreateApiToken) -> tuple[TokenType, str, list[str]]:
@@ -74,3 +106,70 @@ def create_api_token(  # noqa: PLR0913 - every part of the new token is decided 
         created_at=now,
         expires_at=expires_at,
     )
+
+
+PAT_LIMIT = 10  # tokens per account, as Unleash's default
+
+
+def account_stream(account_type: str, account_id: int) -> tuple[str, str]:
+    """Personal access tokens live on their owner's stream."""
+    kind = "user" if account_type == "User" else "service-account"
+    return (kind, str(account_id))
+
+
+def create_personal_access_token(  # noqa: PLR0913 - every part of the new token is decided here
+    *,
+    token_id: int,
+    user_id: int,
+    description: str,
+    existing: list[str],
+    secret_hash: str,
+    hint: str,
+    now: datetime,
+    expires_at: datetime,
+) -> PersonalAccessTokenCreated:
+    """`existing`: descriptions of the account's current tokens."""
+    description = description.strip()
+    if not description:
+        raise ValidationError("PAT description cannot be empty. - at `$.description`")
+    if expires_at <= now:
+        raise ValidationError("The expiry date should be in future. - at `$.expiresAt`")
+    if expires_at - now > MAX_LIFETIME:
+        raise ValidationError("expiresAt must be within 100 years - at `$.expiresAt`")
+    if len(existing) >= PAT_LIMIT:  # Unleash's order: expiry, then the limit, then the name
+        raise PatLimit(f"Too many PATs ({PAT_LIMIT}) already exist for this user.")
+    if description in existing:
+        raise NameExists("PAT description already exists.")
+    return PersonalAccessTokenCreated(
+        token_id=token_id,
+        user_id=user_id,
+        description=description,
+        secret_hash=secret_hash,
+        secret_hint=hint,
+        created_at=now,
+        expires_at=expires_at,
+    )
+
+
+def create_service_account(
+    cmd: CreateServiceAccount, *, account_id: int, now: datetime
+) -> ServiceAccountCreated:
+    username = clean_text(cmd.username, "$.username")
+    if username is None:
+        raise ValidationError("username must not be blank - at `$.username`")
+    return ServiceAccountCreated(
+        account_id=account_id,
+        username=username,
+        name=clean_text(cmd.name, "$.name"),
+        root_role=root_role_id(cmd.root_role),
+        created_at=now,
+    )
+
+
+def update_service_account(
+    current: ServiceAccountUpdated, cmd: UpdateServiceAccount
+) -> ServiceAccountUpdated | None:
+    name = current.name if cmd.name is msgspec.UNSET else clean_text(cmd.name, "$.name")
+    role = current.root_role if cmd.root_role is msgspec.UNSET else root_role_id(cmd.root_role)
+    updated = ServiceAccountUpdated(account_id=current.account_id, name=name, root_role=role)
+    return None if updated == current else updated

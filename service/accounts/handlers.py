@@ -21,13 +21,19 @@ async def list_api_tokens(request: web.Request) -> web.Response:
 
 async def create_api_token(request: web.Request) -> web.Response:
     cmd = await read_json(request, CreateApiToken)
+    name = domain.token_name(cmd)
     scope = domain.token_scope(cmd)
     secret = domain.token_secret(*scope, auth.new_secret())
     async with request.app[POOL].acquire() as conn, conn.transaction():
+        known = await conn.fetchrow(queries.KNOWN_SCOPES)
+        assert known is not None  # a SELECT without FROM always has its row
+        domain.check_scope_exists(
+            scope, environments=set(known["environments"]), projects=set(known["projects"])
+        )
         token_id = await conn.fetchval(queries.NEXT_TOKEN_ID)
         event = domain.create_api_token(
             token_id=token_id,
-            name=cmd.token_name,
+            name=name,
             scope=scope,
             secret_hash=auth.hash_secret(secret),
             hint=auth.secret_hint(secret),

@@ -10,6 +10,10 @@ if TYPE_CHECKING:
     from service.db import Conn
 
 NEXT_TOKEN_ID = "SELECT nextval('api_token_ids')"
+KNOWN_SCOPES = """
+SELECT array(SELECT name FROM environments) AS environments,
+       array(SELECT id FROM projects WHERE archived_at IS NULL) AS projects
+"""
 LIST_TOKENS = """
 SELECT id, secret_hint, token_name, type, environment, projects, created_at, expires_at
 FROM api_tokens ORDER BY id
@@ -32,6 +36,8 @@ def token_json(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
         "id": row["id"],
         "secret": row["secret_hint"],
         "tokenName": row["token_name"],
+        "username": row["token_name"],  # Unleash's older name for tokenName
+        "alias": None,
         "type": row["type"],
         "environment": row["environment"],
         "project": projects[0] if len(projects) == 1 else "[]",
@@ -43,3 +49,53 @@ def token_json(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
 
 async def list_tokens(conn: Conn | asyncpg.Pool) -> list[dict[str, Any]]:
     return [token_json(row) for row in await conn.fetch(LIST_TOKENS)]
+
+
+NEXT_PAT_ID = "SELECT nextval('personal_access_token_ids')"
+LIST_PATS = """
+SELECT id, secret_hint, created_at, seen_at, user_id, description, expires_at
+FROM personal_access_tokens WHERE user_id = $1 ORDER BY id
+"""
+GET_PAT = """
+SELECT id, secret_hint, created_at, seen_at, user_id, description, expires_at
+FROM personal_access_tokens WHERE id = $1
+"""
+PAT_DESCRIPTIONS = "SELECT description FROM personal_access_tokens WHERE user_id = $1"
+LOCK_PAT = "SELECT id FROM personal_access_tokens WHERE id = $1 AND user_id = $2 FOR UPDATE"
+LOCK_ACCOUNT = """
+SELECT id, account_type, name, username, root_role FROM users
+WHERE id = $1 AND account_type = $2
+FOR UPDATE
+"""
+LIST_SERVICE_ACCOUNTS = """
+SELECT u.id, u.account_type, u.name, u.username, u.email, u.root_role, u.login_attempts, u.seen_at,
+       u.created_at
+FROM users u WHERE u.account_type = 'Service Account'
+ORDER BY u.id
+"""
+GET_SERVICE_ACCOUNT = """
+SELECT u.id, u.account_type, u.name, u.username, u.email, u.root_role, u.login_attempts, u.seen_at,
+       u.created_at
+FROM users u WHERE u.id = $1 AND u.account_type = 'Service Account'
+"""
+# One round trip: whether the account is a service account, and its tokens.
+SERVICE_ACCOUNT_PATS = """
+SELECT u.id AS account, p.id, p.secret_hint, p.created_at, p.seen_at, p.user_id,
+       p.description, p.expires_at
+FROM users u LEFT JOIN personal_access_tokens p ON p.user_id = u.id
+WHERE u.id = $1 AND u.account_type = 'Service Account'
+ORDER BY p.id
+"""
+
+
+def pat_json(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
+    """spec.md's token record; `secret` is the masked hint, never the secret."""
+    return {
+        "id": row["id"],
+        "secret": row["secret_hint"],
+        "createdAt": row["created_at"],
+        "seenAt": row["seen_at"],
+        "userId": row["user_id"],
+        "description": row["description"],
+        "expiresAt": row["expires_at"],
+    }

@@ -1,0 +1,135 @@
+"""Read models of accounts: `users` (people and service accounts), `user_passwords`,
+`personal_access_tokens` and `sessions`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from projections.base import Projection
+from service.accounts.events import (
+    PersonalAccessTokenCreated,
+    PersonalAccessTokenDeleted,
+    PersonalAccessTokensSeen,
+    ServiceAccountCreated,
+    ServiceAccountDeleted,
+    ServiceAccountUpdated,
+)
+from service.users.events import (
+    PasswordChanged,
+    UserCreated,
+    UserDeleted,
+    UserSignedIn,
+    UserSignedOut,
+    UserSignInFailed,
+    UserUpdated,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from service.db import Conn
+    from service.events import Event, RecordedEvent
+
+INSERT_ACCOUNT = """
+INSERT INTO users (id, account_type, name, username, email, root_role, created_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+ON CONFLICT (id) DO NOTHING
+"""
+UPDATE_USER = "UPDATE users SET name = $2, email = $3, root_role = $4 WHERE id = $1"
+UPDATE_SERVICE_ACCOUNT = "UPDATE users SET name = $2, root_role = $3 WHERE id = $1"
+DELETE_ACCOUNT = """
+WITH p AS (DELETE FROM user_passwords WHERE user_id = $1),
+     t AS (DELETE FROM personal_access_tokens WHERE user_id = $1),
+     s AS (DELETE FROM sessions WHERE user_id = $1)
+DELETE FROM users WHERE id = $1
+"""
+SET_PASSWORD = """
+WITH s AS (DELETE FROM sessions WHERE user_id = $1),
+     u AS (UPDATE users SET login_attempts = 0 WHERE id = $1)
+INSERT INTO user_passwords (user_id, password_hash) VALUES ($1, $2)
+ON CONFLICT (user_id) DO UPDATE SET password_hash = excluded.password_hash
+"""
+SIGNED_IN = """
+WITH u AS (UPDATE users SET seen_at = $2, login_attempts = 0 WHERE id = $1)
+INSERT INTO sessions (session_hash, user_id, created_at, expires_at) VALUES ($3, $1, $2, $4)
+ON CONFLICT (session_hash) DO NOTHING
+"""
+SIGN_IN_FAILED = "UPDATE users SET login_attempts = $2 WHERE id = $1"
+SIGNED_OUT = "DELETE FROM sessions WHERE session_hash = $1 AND user_id = $2"
+INSERT_PAT = """
+INSERT INTO personal_access_tokens (id, user_id, secret_hash, secret_hint, description,
+                                    created_at, expires_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+ON CONFLICT (id) DO NOTHING
+"""
+DELETE_PAT = "DELETE FROM personal_access_tokens WHERE id = $1 AND user_id = $2"
+PATS_SEEN = """
+UPDATE personal_access_tokens p SET seen_at = greatest(p.seen_at, s.seen_at)
+FROM unnest($1::bigint[], $2::timestamptz[]) AS s(id, seen_at)
+WHERE p.id = s.id
+"""
+
+
+# One statement per event type: (SQL, the event's arguments for it).
+_STATEMENTS: dict[type[Event], tuple[str, Callable[[Any], tuple[object, ...]]]] = {
+    UserCreated: (
+        INSERT_ACCOUNT,
+        lambda e: (e.user_id, "User", e.name, e.username, e.email, e.root_role, e.created_at),
+    ),
+    UserUpdated: (UPDATE_USER, lambda e: (e.user_id, e.name, e.email, e.root_role)),
+    UserDeleted: (DELETE_ACCOUNT, lambda e: (e.user_id,)),
+    PasswordChanged: (SET_PASSWORD, lambda e: (e.user_id, e.password_hash)),
+    UserSignedIn: (
+        SIGNED_IN,
+        lambda e: (e.user_id, e.seen_at, e.session_hash, e.session_expires_at),
+    ),
+    UserSignInFailed: (SIGN_IN_FAILED, lambda e: (e.user_id, e.login_attempts)),
+    UserSignedOut: (SIGNED_OUT, lambda e: (e.session_hash, e.user_id)),
+    ServiceAccountCreated: (
+        INSERT_ACCOUNT,
+        lambda e: (
+            e.account_id,
+            "Service Account",
+            e.name,
+            e.username,
+            None,
+            e.root_role,
+            e.created_at,
+        ),
+    ),
+    ServiceAccountUpdated: (UPDATE_SERVICE_ACCOUNT, lambda e: (e.account_id, e.name, e.root_role)),
+    ServiceAccountDeleted: (DELETE_ACCOUNT, lambda e: (e.account_id,)),
+    PersonalAccessTokenCreated: (
+        INSERT_PAT,
+        lambda e: (
+            e.token_id,
+            e.user_id,
+            e.secret_hash,
+            e.secret_hint,
+            e.description,
+            e.created_at,
+            e.expires_at,
+        ),
+    ),
+    PersonalAccessTokenDeleted: (DELETE_PAT, lambda e: (e.token_id, e.user_id)),
+    PersonalAccessTokensSeen: (
+        PATS_SEEN,
+        lambda e: ([u.token_id for u in e.seen], [u.seen_at for u in e.seen]),
+    ),
+}
+
+
+async def apply(conn: Conn, recorded: RecordedEvent) -> None:
+    statement = _STATEMENTS.get(type(recorded.event))
+    if statement is not None:
+        sql, arguments = statement
+        await conn.execute(sql, *arguments(recorded.event))
+
+
+PROJECTION = Projection(
+    name="accounts",
+    mode="inline",
+    tables=("users", "user_passwords", "personal_access_tokens", "sessions"),
+    handles=frozenset(c.type_name() for c in _STATEMENTS),
+    apply=apply,
+)

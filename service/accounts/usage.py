@@ -1,0 +1,59 @@
+"""Batched `seenAt` of personal access tokens: remembered in memory, written every few seconds."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Final
+
+import structlog
+
+from service import store
+from service.accounts.events import PersonalAccessTokensSeen, TokenUse
+from service.events import SYSTEM
+
+if TYPE_CHECKING:
+    import asyncpg
+
+log = structlog.get_logger()
+
+FLUSH_SECONDS: Final = 2.0
+STREAM: Final = ("token-usage", "personal-access-tokens")
+
+
+class TokenUsage:
+    """Last use per token since the last flush. One event per flush, not one write per request;
+    several replicas each flush their own (the projection keeps the latest time)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[int, datetime] = {}
+
+    def seen(self, token_id: int) -> None:
+        self._seen[token_id] = datetime.now(UTC)
+
+    async def flush(self, pool: asyncpg.Pool) -> int:
+        if not self._seen:
+            return 0
+        batch, self._seen = self._seen, {}
+        event = PersonalAccessTokensSeen(
+            seen=[TokenUse(token_id=t, seen_at=at) for t, at in sorted(batch.items())]
+        )
+        try:
+            async with pool.acquire() as conn, conn.transaction():
+                await store.append(conn, STREAM, "any", [event], SYSTEM)
+        except Exception:
+            for token_id, at in batch.items():  # keep them for the next try
+                self._seen[token_id] = max(at, self._seen.get(token_id, at))
+            raise
+        return len(batch)
+
+    async def run(self, pool: asyncpg.Pool, stop: asyncio.Event) -> None:
+        """Flush every FLUSH_SECONDS until stopped, then once more."""
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), FLUSH_SECONDS)
+            try:
+                await self.flush(pool)
+            except Exception:
+                log.exception("token_usage_flush_failed")

@@ -1,0 +1,1 @@
+"""Users: accounts of people, their passwords and sign-in sessions."""

@@ -1,0 +1,38 @@
+"""Request bodies of the user, sign-in and personal-access-token routes."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import msgspec
+
+Text = Annotated[str, msgspec.Meta(max_length=255)]
+Password = Annotated[str, msgspec.Meta(max_length=1000)]  # strength rules say the rest
+# A root role by id (1, 2, 3) or by name ("Admin", "Editor", "Viewer"), as Unleash accepts.
+RootRoleRef = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)] | Text
+
+
+class CreateUser(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    root_role: RootRoleRef
+    email: Text | None = None
+    name: Text | None = None
+    username: Text | None = None
+    password: Password | None = None
+    send_email: bool = False  # accepted for Unleash clients; this service sends no e-mail
+
+
+class UpdateUser(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """Fields left out keep their value."""
+
+    name: Text | msgspec.UnsetType | None = msgspec.UNSET
+    email: Text | msgspec.UnsetType | None = msgspec.UNSET
+    root_role: RootRoleRef | msgspec.UnsetType = msgspec.UNSET
+
+
+class ChangePassword(msgspec.Struct, frozen=True, kw_only=True):
+    password: Password
+
+
+class SignIn(msgspec.Struct, frozen=True, kw_only=True):
+    username: Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
+    password: Password

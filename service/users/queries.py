@@ -1,0 +1,89 @@
+"""Read SQL of the users read model, and the JSON of a user record."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING, Any
+
+from service.auth import ROOT_ROLES
+
+if TYPE_CHECKING:
+    import asyncpg
+
+NEXT_USER_ID = "SELECT nextval('user_ids')"
+LIST_USERS = """
+SELECT u.id, u.account_type, u.name, u.username, u.email, u.root_role, u.login_attempts, u.seen_at,
+       u.created_at
+FROM users u WHERE u.account_type = 'User' ORDER BY u.id
+"""
+GET_USER = """
+SELECT u.id, u.account_type, u.name, u.username, u.email, u.root_role, u.login_attempts, u.seen_at,
+       u.created_at
+FROM users u WHERE u.id = $1 AND u.account_type = 'User'
+"""
+LOCK_USER = """
+SELECT u.id, u.account_type, u.name, u.username, u.email, u.root_role, u.login_attempts, u.seen_at,
+       u.created_at
+FROM users u WHERE u.id = $1 AND u.account_type = 'User'
+FOR UPDATE
+"""
+GET_ACCOUNT = """
+SELECT u.id, u.account_type, u.name, u.username, u.email, u.root_role, u.login_attempts, u.seen_at,
+       u.created_at
+FROM users u WHERE u.id = $1
+"""
+# Sign-in by username (as written) or e-mail (any case); a username match wins.
+SIGN_IN_CANDIDATE = """
+SELECT u.id, u.account_type, u.name, u.username, u.email, u.root_role, u.login_attempts, u.seen_at,
+       u.created_at, pw.password_hash
+FROM users u LEFT JOIN user_passwords pw ON pw.user_id = u.id
+WHERE u.account_type = 'User' AND (u.username = $1 OR lower(u.email) = lower($1))
+ORDER BY u.username = $1 DESC NULLS LAST
+LIMIT 1
+"""
+UNIQUE_ACCOUNT_FIELDS = frozenset({"users_email_key", "users_username_key"})
+
+
+def image_url(row: asyncpg.Record | dict[str, Any]) -> str:
+    """Unleash's default avatar: the gravatar (sha256) of the e-mail, or else the username."""
+    key = (row["email"] or row["username"] or str(row["id"])).strip().lower()
+    digest = hashlib.sha256(key.encode()).hexdigest()
+    return f"https://gravatar.com/avatar/{digest}?s=42&d=retro&r=g"
+
+
+def user_json(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
+    """spec.md's user record. As in Unleash, a name, e-mail or username that is not set is left
+    out (spec.md's `email` is a string, never null)."""
+    body: dict[str, Any] = {"id": row["id"]}
+    for field in ("name", "email", "username"):
+        if row[field] is not None:
+            body[field] = row[field]
+    return body | {
+        "imageUrl": image_url(row),
+        "seenAt": row["seen_at"],
+        "loginAttempts": row["login_attempts"],
+        "createdAt": row["created_at"],
+        "isAPI": False,
+        "rootRole": row["root_role"],
+        "accountType": row["account_type"],
+        "emailSent": False,
+        "permissions": [],
+        "scimId": None,
+    }
+
+
+def root_roles_json(role_ids: set[int] | None = None) -> list[dict[str, object]]:
+    """Every root role, or the ones with these ids, in id order."""
+    return [
+        role.json()
+        for role_id, role in sorted(ROOT_ROLES.items())
+        if role_ids is None or role_id in role_ids
+    ]
+
+
+LOCK_SESSION_OWNER = """
+SELECT u.id, coalesce(u.name, u.username, u.email) AS name
+FROM sessions s JOIN users u ON u.id = s.user_id
+WHERE s.session_hash = $1
+FOR UPDATE OF s
+"""
