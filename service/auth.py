@@ -61,7 +61,10 @@ ROOT_ROLES: Final = {
             id=2,
             name="Editor",
             description="Users with the root editor role have access to most features in "
-            "Unleash, but can not manage users and roles in the root scope.",
+            "Unleash, but can not manage users and roles in the root scope. Editors will be "
+            "added as project owners when creating projects and get superuser rights within "
+            "the context of these projects. Users with the editor role will also get access to "
+            "most permissions on the default project by default.",
             permissions=frozenset(
                 {
                     READ,
@@ -79,7 +82,9 @@ ROOT_ROLES: Final = {
         RootRole(
             id=3,
             name="Viewer",
-            description="Users with the root viewer role can only read root resources in Unleash.",
+            description="Users with the root viewer role can only read root resources in "
+            "Unleash. Viewers can be added to specific projects as project members. Users with "
+            "the viewer role may not view API tokens.",
             permissions=frozenset({READ}),
         ),
     )

@@ -1,0 +1,180 @@
+"""Sign-in with a password, session cookies, sign-out, and failed attempts."""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from typing import TYPE_CHECKING, Any
+
+from service import auth
+from service.appkeys import POOL
+from service.users.sessions import WRONG_CREDENTIALS
+from tests.conftest import ADMIN
+from tests.test_features import error, event_count
+from tests.test_users import STRONG, USERS, create_user, make_account
+
+if TYPE_CHECKING:
+    from aiohttp import web
+    from aiohttp.test_utils import TestClient
+
+    Client = TestClient[Any, Any]
+
+LOGIN = "/auth/simple/login"
+
+
+async def sign_in(client: Client, username: str, password: str = STRONG) -> tuple[Any, str]:
+    """The response and the session cookie's value (empty when none was set)."""
+    resp = await client.post(LOGIN, json={"username": username, "password": password})
+    client.session.cookie_jar.clear()  # tests send the cookie they mean, explicitly
+    cookie = resp.cookies.get(auth.SESSION_COOKIE)
+    return resp, cookie.value if cookie is not None else ""
+
+
+def session(cookie: str) -> dict[str, str]:
+    return {"Cookie": f"{auth.SESSION_COOKIE}={cookie}"}
+
+
+async def test_sign_in_by_username_or_email_opens_a_session(
+    client: Client, app: web.Application
+) -> None:
+    user = await create_user(
+        client, {"username": "bob", "email": "bob@example.com", "password": STRONG}
+    )
+    for name in ("bob", "BOB@example.com"):
+        resp, cookie = await sign_in(client, name)
+        assert resp.status == 200
+        body = await resp.json()
+        assert body == user | {"seenAt": body["seenAt"]}
+        assert body["seenAt"] is not None
+        header = resp.headers["Set-Cookie"]
+        assert header.startswith(f"{auth.SESSION_COOKIE}={cookie};")
+        for attribute in ("HttpOnly", "SameSite=Lax", "Path=/", "Max-Age=172800"):
+            assert attribute in header
+        assert len(cookie) == 64
+    async with app[POOL].acquire() as conn:
+        events = await conn.fetchval(
+            "SELECT string_agg(data::text, ' ') FROM events WHERE type = 'UserSignedIn'"
+        )
+    assert auth.hash_secret(cookie) in events
+    assert cookie not in events
+    admin_view = await (await client.get(f"{USERS}/{user['id']}", headers=ADMIN)).json()
+    assert admin_view["seenAt"] is not None
+
+
+async def test_a_session_acts_with_the_users_root_role(client: Client) -> None:
+    await create_user(client, {"username": "vic", "password": STRONG, "rootRole": 3})
+    _, cookie = await sign_in(client, "vic")
+    resp = await client.get("/api/admin/projects", headers=session(cookie))
+    assert resp.status == 200
+    resp = await client.post(
+        "/api/admin/projects", json={"id": "p", "name": "p"}, headers=session(cookie)
+    )
+    await error(resp, 403, "NoAccessError")
+    me = await (await client.get("/api/admin/user", headers=session(cookie))).json()
+    assert me["user"]["username"] == "vic"
+
+
+async def test_sign_out_ends_only_that_session(client: Client, app: web.Application) -> None:
+    await create_user(client, {"username": "bob", "password": STRONG})
+    _, first = await sign_in(client, "bob")
+    _, second = await sign_in(client, "bob")
+    resp = await client.post("/logout", headers=session(first), allow_redirects=False)
+    assert (resp.status, resp.headers["Location"]) == (302, "/")
+    assert resp.headers["Clear-Site-Data"] == '"cookies", "storage"'
+    assert f'{auth.SESSION_COOKIE}=""' in resp.headers["Set-Cookie"]
+    resp = await client.get("/api/admin/user", headers=session(first))
+    await error(resp, 401, "AuthenticationRequired")
+    assert (await client.get("/api/admin/user", headers=session(second))).status == 200
+    assert await event_count(app, "UserSignedOut") == 1
+    # Signing out again, or without a session, changes nothing.
+    for headers in (session(first), {}):
+        resp = await client.post("/logout", headers=headers, allow_redirects=False)
+        assert resp.status == 302
+    assert await event_count(app, "UserSignedOut") == 1
+
+
+async def test_wrong_passwords_count_and_a_good_sign_in_resets(client: Client) -> None:
+    user = await create_user(client, {"username": "bob", "password": STRONG})
+    for _ in range(3):
+        resp, cookie = await sign_in(client, "bob", "Wr0ng!Password")
+        assert await error(resp, 401, "PasswordMismatch") == WRONG_CREDENTIALS
+        assert cookie == ""
+    url = f"{USERS}/{user['id']}"
+    assert (await (await client.get(url, headers=ADMIN)).json())["loginAttempts"] == 3
+    resp, _ = await sign_in(client, "bob")
+    assert (await resp.json())["loginAttempts"] == 0
+    assert (await (await client.get(url, headers=ADMIN)).json())["loginAttempts"] == 0
+
+
+async def test_failed_sign_ins_do_not_reveal_whether_an_account_exists(
+    client: Client, app: web.Application
+) -> None:
+    await create_user(client, {"username": "known", "password": STRONG})
+    await create_user(client, {"username": "nopassword"})
+    await make_account(app, service=True, username="machine")
+    timings: dict[str, list[float]] = {}
+    bodies: dict[str, set[tuple[int, str, str]]] = {}
+    for name in ("known", "unknown", "nopassword", "machine") * 5:  # 20 failed sign-ins
+        started = time.perf_counter()
+        resp, cookie = await sign_in(client, name, "Wr0ng!Password")
+        timings.setdefault(name, []).append(time.perf_counter() - started)
+        body = await resp.json()
+        assert (set(body), cookie) == ({"id", "name", "message"}, "")
+        bodies.setdefault(name, set()).add((resp.status, body["name"], body["message"]))
+    assert set().union(*bodies.values()) == {(401, "PasswordMismatch", WRONG_CREDENTIALS)}
+    # Every path checks one argon2 hash, so no account is much faster to refuse than another.
+    medians = [statistics.median(t) for t in timings.values()]
+    assert max(medians) < 2 * min(medians), timings
+
+
+async def test_changing_a_password_ends_the_sessions(client: Client) -> None:
+    user = await create_user(client, {"username": "bob", "password": STRONG})
+    _, cookie = await sign_in(client, "bob")
+    new = "N3w!Password#2026"
+    resp = await client.post(
+        f"{USERS}/{user['id']}/change-password", json={"password": new}, headers=ADMIN
+    )
+    assert resp.status == 200
+    await error(
+        await client.get("/api/admin/user", headers=session(cookie)), 401, "AuthenticationRequired"
+    )
+    resp, _ = await sign_in(client, "bob")
+    await error(resp, 401, "PasswordMismatch")
+    resp, _ = await sign_in(client, "bob", new)
+    assert resp.status == 200
+
+
+async def test_a_deleted_users_session_stops_at_once(client: Client) -> None:
+    user = await create_user(client, {"username": "bob", "password": STRONG, "rootRole": 1})
+    _, cookie = await sign_in(client, "bob")
+    assert (await client.get(USERS, headers=session(cookie))).status == 200
+    assert (await client.delete(f"{USERS}/{user['id']}", headers=ADMIN)).status == 200
+    await error(await client.get(USERS, headers=session(cookie)), 401, "AuthenticationRequired")
+    resp, _ = await sign_in(client, "bob")
+    await error(resp, 401, "PasswordMismatch")
+
+
+async def test_an_authorization_header_decides_over_a_cookie(client: Client) -> None:
+    await create_user(client, {"username": "bob", "password": STRONG, "rootRole": 1})
+    _, cookie = await sign_in(client, "bob")
+    headers = session(cookie) | {"Authorization": "user:" + "0" * 64}
+    await error(await client.get(USERS, headers=headers), 401, "AuthenticationRequired")
+    forged = session("x" * 64)
+    await error(await client.get(USERS, headers=forged), 401, "AuthenticationRequired")
+
+
+async def test_sign_in_bodies_are_checked(client: Client) -> None:
+    for body in ({}, {"username": "bob"}, {"username": "", "password": "x"}, [1]):
+        resp = await client.post(LOGIN, json=body)
+        await error(resp, 400, "ValidationError")
+    resp = await client.post(LOGIN, data="username=bob", headers={"Content-Type": "text/plain"})
+    await error(resp, 415, "ContentTypeerror")
+
+
+async def test_concurrent_wrong_passwords_are_all_counted(client: Client) -> None:
+    user = await create_user(client, {"username": "bob", "password": STRONG})
+    results = await asyncio.gather(*(sign_in(client, "bob", "Wr0ng!Pass") for _ in range(6)))
+    assert {r.status for r, _ in results} == {401}
+    body = await (await client.get(f"{USERS}/{user['id']}", headers=ADMIN)).json()
+    assert body["loginAttempts"] == 6
