@@ -37,6 +37,7 @@ bench: install
 	$(BIN)/python -m tests.bench.append
 	$(BIN)/python -m tests.bench.create
 	$(BIN)/python -m tests.bench.clone
+	$(BIN)/python -m tests.bench.tokens
 
 clean:
 	rm -rf $(VENV) .data .pytest_cache .mypy_cache .ruff_cache

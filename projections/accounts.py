@@ -58,15 +58,22 @@ SIGN_IN_FAILED = "UPDATE users SET login_attempts = $2 WHERE id = $1"
 SIGNED_OUT = "DELETE FROM sessions WHERE session_hash = $1 AND user_id = $2"
 INSERT_PAT = """
 INSERT INTO personal_access_tokens (id, user_id, secret_hash, secret_hint, description,
-                                    created_at, expires_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
+                                    created_at, expires_at, body)
+VALUES ($1, $2, $3, $4, $5, $6, $7, readmodel.pat_body($1, $4, $6, NULL, $2, $5, $7))
 ON CONFLICT (id) DO NOTHING
 """
 DELETE_PAT = "DELETE FROM personal_access_tokens WHERE id = $1 AND user_id = $2"
 PATS_SEEN = """
-UPDATE personal_access_tokens p SET seen_at = greatest(p.seen_at, s.seen_at)
-FROM unnest($1::bigint[], $2::timestamptz[]) AS s(id, seen_at)
-WHERE p.id = s.id
+WITH seen AS (
+    SELECT p.id, greatest(p.seen_at, s.seen_at) AS seen_at
+    FROM personal_access_tokens p
+    JOIN unnest($1::bigint[], $2::timestamptz[]) AS s(id, seen_at) ON s.id = p.id
+)
+UPDATE personal_access_tokens p
+SET seen_at = seen.seen_at,
+    body = readmodel.pat_body(p.id, p.secret_hint, p.created_at, seen.seen_at, p.user_id,
+                              p.description, p.expires_at)
+FROM seen WHERE p.id = seen.id
 """
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, TextIO
 import asyncpg
 import msgspec
 import structlog
+import uvloop
 from aiohttp import web
 
 from projections import runner
@@ -68,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "serve":
             check_listen_address(settings.host, settings.port)
         with database(settings) as dsn:
-            return asyncio.run(_dispatch(args, settings, dsn))
+            return uvloop.run(_dispatch(args, settings, dsn))
     except (ConfigError, db.MigrationError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -38,6 +38,9 @@ CREATE TABLE readmodel.personal_access_tokens (
     created_at  timestamptz NOT NULL,
     expires_at  timestamptz NOT NULL,
     seen_at     timestamptz,
+    -- The token's API record (patsSchema item), kept by the projection so that a listing
+    -- only concatenates: the listing of a service account's tokens is a hot path.
+    body        text NOT NULL,
     CONSTRAINT personal_access_tokens_pkey PRIMARY KEY (id),
     CONSTRAINT personal_access_tokens_secret_hash_key UNIQUE (secret_hash)
 );
@@ -67,3 +70,22 @@ CREATE VIEW reporting.personal_access_tokens AS
            p.created_at, p.expires_at, p.seen_at
     FROM readmodel.personal_access_tokens p
     JOIN readmodel.users u ON u.id = p.user_id;
+
+-- A date-time as the API prints it: UTC, microseconds, `Z`. (Immutable in fact: the zone and
+-- the format are fixed, and the format has no locale-dependent field.)
+CREATE FUNCTION readmodel.api_time(t timestamptz) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT to_char(t AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+$$;
+
+-- spec.md's token record (patsSchema item); `secret` is the masked hint, never the secret.
+CREATE FUNCTION readmodel.pat_body(
+    p_id bigint, p_secret_hint text, p_created_at timestamptz, p_seen_at timestamptz,
+    p_user_id bigint, p_description text, p_expires_at timestamptz
+) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT jsonb_build_object(
+        'id', p_id, 'secret', p_secret_hint, 'createdAt', readmodel.api_time(p_created_at),
+        'seenAt', readmodel.api_time(p_seen_at), 'userId', p_user_id,
+        'description', p_description, 'expiresAt', readmodel.api_time(p_expires_at))::text
+$$;

@@ -108,7 +108,9 @@ def create_api_token(  # noqa: PLR0913 - every part of the new token is decided 
     )
 
 
-PAT_LIMIT = 10  # tokens per account, as Unleash's default
+PAT_LIMIT = 10  # a person's own tokens, as Unleash's default
+# Service accounts are machines an admin manages, often one token per deployment: a wider bound.
+SERVICE_ACCOUNT_TOKEN_LIMIT = 1000
 
 
 def account_stream(account_type: str, account_id: int) -> tuple[str, str]:
@@ -127,6 +129,7 @@ def create_personal_access_token(  # noqa: PLR0913 - every part of the new token
     hint: str,
     now: datetime,
     expires_at: datetime,
+    limit: int = PAT_LIMIT,
 ) -> PersonalAccessTokenCreated:
     """`existing`: descriptions of the account's current tokens."""
     description = description.strip()
@@ -136,8 +139,8 @@ def create_personal_access_token(  # noqa: PLR0913 - every part of the new token
         raise ValidationError("The expiry date should be in future. - at `$.expiresAt`")
     if expires_at - now > MAX_LIFETIME:
         raise ValidationError("expiresAt must be within 100 years - at `$.expiresAt`")
-    if len(existing) >= PAT_LIMIT:  # Unleash's order: expiry, then the limit, then the name
-        raise PatLimit(f"Too many PATs ({PAT_LIMIT}) already exist for this user.")
+    if len(existing) >= limit:  # Unleash's order: expiry, then the limit, then the name
+        raise PatLimit(f"Too many PATs ({limit}) already exist for this user.")
     if description in existing:
         raise NameExists("PAT description already exists.")
     return PersonalAccessTokenCreated(

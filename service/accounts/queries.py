@@ -52,14 +52,7 @@ async def list_tokens(conn: Conn | asyncpg.Pool) -> list[dict[str, Any]]:
 
 
 NEXT_PAT_ID = "SELECT nextval('personal_access_token_ids')"
-LIST_PATS = """
-SELECT id, secret_hint, created_at, seen_at, user_id, description, expires_at
-FROM personal_access_tokens WHERE user_id = $1 ORDER BY id
-"""
-GET_PAT = """
-SELECT id, secret_hint, created_at, seen_at, user_id, description, expires_at
-FROM personal_access_tokens WHERE id = $1
-"""
+GET_PAT_BODY = "SELECT body FROM personal_access_tokens WHERE id = $1"
 PAT_DESCRIPTIONS = "SELECT description FROM personal_access_tokens WHERE user_id = $1"
 LOCK_PAT = "SELECT id FROM personal_access_tokens WHERE id = $1 AND user_id = $2 FOR UPDATE"
 LOCK_ACCOUNT = """
@@ -78,24 +71,15 @@ SELECT u.id, u.account_type, u.name, u.username, u.email, u.root_role, u.login_a
        u.created_at
 FROM users u WHERE u.id = $1 AND u.account_type = 'Service Account'
 """
-# One round trip: whether the account is a service account, and its tokens.
-SERVICE_ACCOUNT_PATS = """
-SELECT u.id AS account, p.id, p.secret_hint, p.created_at, p.seen_at, p.user_id,
-       p.description, p.expires_at
+# One round trip answers both: no row when the id is not a service account's, else the
+# whole `{"pats": [...]}` body, joined from the records the projection keeps ready.
+SERVICE_ACCOUNT_PATS_JSON = """
+SELECT '{"pats": [' || coalesce(string_agg(p.body, ', ' ORDER BY p.id), '') || ']}'
 FROM users u LEFT JOIN personal_access_tokens p ON p.user_id = u.id
 WHERE u.id = $1 AND u.account_type = 'Service Account'
-ORDER BY p.id
+GROUP BY u.id
 """
-
-
-def pat_json(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
-    """spec.md's token record; `secret` is the masked hint, never the secret."""
-    return {
-        "id": row["id"],
-        "secret": row["secret_hint"],
-        "createdAt": row["created_at"],
-        "seenAt": row["seen_at"],
-        "userId": row["user_id"],
-        "description": row["description"],
-        "expiresAt": row["expires_at"],
-    }
+OWN_PATS_JSON = """
+SELECT '{"pats": [' || coalesce(string_agg(body, ', ' ORDER BY id), '') || ']}'
+FROM personal_access_tokens WHERE user_id = $1
+"""

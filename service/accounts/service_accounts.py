@@ -84,11 +84,10 @@ async def delete_service_account(request: web.Request) -> web.Response:
 async def list_tokens(request: web.Request) -> web.Response:
     """Operation 4 of spec.md: one query answers both "is it a service account" and its tokens."""
     account_id = _account_id_or_404(request.match_info["id"])
-    rows = await request.app[POOL].fetch(queries.SERVICE_ACCOUNT_PATS, account_id)
-    if not rows:
+    body = await request.app[POOL].fetchval(queries.SERVICE_ACCOUNT_PATS_JSON, account_id)
+    if body is None:
         raise NotFound(f"Could not find service account with id {account_id}")
-    pats = [queries.pat_json(row) for row in rows if row["id"] is not None]
-    return json_response({"pats": pats})
+    return web.Response(text=body, content_type="application/json")
 
 
 async def create_token(request: web.Request) -> web.Response:

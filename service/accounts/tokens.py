@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 from aiohttp import web
 
 from service import auth, store
@@ -16,6 +17,8 @@ from service.appkeys import POOL, REQUEST_ID
 from service.errors import NotFound
 from service.http import Route, json_response, principal, read_json
 
+_record = msgspec.json.Decoder(dict[str, Any])
+
 if TYPE_CHECKING:
     from service.db import Conn
     from service.events import Metadata
@@ -23,8 +26,8 @@ if TYPE_CHECKING:
 
 async def list_own_tokens(request: web.Request) -> web.Response:
     user_id = _own_id(request)
-    rows = await request.app[POOL].fetch(queries.LIST_PATS, user_id)
-    return json_response({"pats": [queries.pat_json(row) for row in rows]})
+    body = await request.app[POOL].fetchval(queries.OWN_PATS_JSON, user_id)
+    return web.Response(text=body, content_type="application/json")
 
 
 async def create_own_token(request: web.Request) -> web.Response:
@@ -60,12 +63,12 @@ async def create_token(
         hint=auth.secret_hint(secret),
         now=datetime.now(UTC),
         expires_at=cmd.expires_at,
+        limit=domain.PAT_LIMIT if account_type == "User" else domain.SERVICE_ACCOUNT_TOKEN_LIMIT,
     )
     stream = domain.account_stream(account_type, account_id)
     await store.append(conn, stream, "any", [event], meta)
-    row = await conn.fetchrow(queries.GET_PAT, token_id)
-    assert row is not None  # the inline projection wrote it in this transaction
-    return queries.pat_json(row) | {"secret": secret}
+    record: dict[str, Any] = _record.decode(await conn.fetchval(queries.GET_PAT_BODY, token_id))
+    return record | {"secret": secret}
 
 
 async def delete_token(

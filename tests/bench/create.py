@@ -125,6 +125,15 @@ def run_wrk(  # noqa: PLR0917 - one measured row, every knob explicit
     )
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as handle:
         handle.write(script)
+    try:
+        return wrk_row(server, concurrency, seconds, pid, ["-s", handle.name, base])
+    finally:
+        Path(handle.name).unlink()
+
+
+def wrk_row(server: str, concurrency: int, seconds: int, pid: int | None, args: list[str]) -> Row:
+    """Run wrk with these extra arguments (script or headers, then the URL) and parse its
+    report, sampling the server's RSS meanwhile."""
     sampler = RssSampler(pid)
     sampler.start()
     threads = 1 if concurrency == 1 else 2
@@ -138,9 +147,7 @@ def run_wrk(  # noqa: PLR0917 - one measured row, every knob explicit
             "-d",
             f"{seconds}s",
             "--latency",
-            "-s",
-            handle.name,
-            base,
+            *args,
         ],
         check=True,
         capture_output=True,
@@ -148,7 +155,6 @@ def run_wrk(  # noqa: PLR0917 - one measured row, every knob explicit
     ).stdout
     sampler.stop.set()
     sampler.join()
-    Path(handle.name).unlink()
     latency = dict(re.findall(r"^\s+(50|99)%\s+(\S+)$", out, re.MULTILINE))
     non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
