@@ -9,12 +9,14 @@ from typing import TYPE_CHECKING, Any
 
 from service import auth
 from service.appkeys import POOL
+from service.users import passwords
 from service.users.sessions import WRONG_CREDENTIALS
 from tests.conftest import ADMIN
 from tests.test_features import error, event_count
 from tests.test_users import STRONG, USERS, create_user, make_account
 
 if TYPE_CHECKING:
+    import pytest
     from aiohttp import web
     from aiohttp.test_utils import TestClient
 
@@ -178,3 +180,30 @@ async def test_concurrent_wrong_passwords_are_all_counted(client: Client) -> Non
     assert {r.status for r, _ in results} == {401}
     body = await (await client.get(f"{USERS}/{user['id']}", headers=ADMIN)).json()
     assert body["loginAttempts"] == 6
+
+
+async def test_a_password_changed_during_the_check_voids_the_sign_in(
+    client: Client, app: web.Application, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The old password was right when argon2 checked it, but a new one was committed before
+    the session could be opened: no session with the old password."""
+    user = await create_user(client, {"username": "bob", "password": STRONG})
+    check = passwords.verify_password
+    new = "N3w!Password#2026"
+
+    async def change_meanwhile(password_hash: str | None, password: str) -> bool:
+        ok = await check(password_hash, password)
+        monkeypatch.setattr(passwords, "verify_password", check)
+        resp = await client.post(
+            f"{USERS}/{user['id']}/change-password", json={"password": new}, headers=ADMIN
+        )
+        assert resp.status == 200
+        return ok
+
+    monkeypatch.setattr(passwords, "verify_password", change_meanwhile)
+    resp, cookie = await sign_in(client, "bob")
+    await error(resp, 401, "PasswordMismatch")
+    assert cookie == ""
+    assert await event_count(app, "UserSignedIn") == 0
+    resp, _ = await sign_in(client, "bob", new)
+    assert resp.status == 200

@@ -81,6 +81,7 @@ def root_roles_json(role_ids: set[int] | None = None) -> list[dict[str, object]]
     ]
 
 
+PASSWORD_HASH = "SELECT password_hash FROM user_passwords WHERE user_id = $1"
 LOCK_SESSION_OWNER = """
 SELECT u.id, coalesce(u.name, u.username, u.email) AS name
 FROM sessions s JOIN users u ON u.id = s.user_id

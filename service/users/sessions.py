@@ -37,7 +37,8 @@ async def sign_in(request: web.Request) -> web.Response:
     now = datetime.now(UTC)
     async with pool.acquire() as conn, conn.transaction():
         row = await conn.fetchrow(queries.LOCK_USER, user_id)
-        if row is None:  # deleted while the password was checked
+        # Deleted, or given a new password, while this one was checked: the check is void.
+        if row is None or await conn.fetchval(queries.PASSWORD_HASH, user_id) != stored_hash:
             raise PasswordMismatch(WRONG_CREDENTIALS)
         meta = _meta(request, user_id, row["name"] or row["username"] or row["email"])
         if not ok:
