@@ -121,19 +121,20 @@ def hash_secret(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8", "surrogateescape")).hexdigest()
 
 
-HINT_REVEALS_FROM = 32  # only long random secrets show their first 4 characters
+HINT_REVEALS_FROM = 32  # and only long ones show their first 4 characters
 
 
-def secret_hint(secret: str) -> str:
+def secret_hint(secret: str, *, reveal: bool = True) -> str:
     """A masked hint that lets a person recognise a token without revealing it.
 
     The scope before the first `.` is shown (`*:*`, `default:development`, `user`); of the
-    secret itself, only the first 4 characters of a long random one (ours are 64 hex digits).
-    A secret a person chose (INIT_ADMIN_API_TOKENS) is shorter and shows nothing.
+    secret itself, only the first 4 characters of one we generated (64 hex digits, so 4 of
+    them give nothing away). A secret a person chose (INIT_ADMIN_API_TOKENS) shows nothing:
+    `reveal=False`.
     """
     separator = "." if "." in secret else ":"
     scope, _, rest = secret.partition(separator)
-    shown = rest[:4] if len(rest) >= HINT_REVEALS_FROM else ""
+    shown = rest[:4] if reveal and len(rest) >= HINT_REVEALS_FROM else ""
     return f"{scope}{separator}{shown}{'*' * 8}"
 
 

@@ -60,15 +60,15 @@ async def _seed_admin_tokens(conn: Conn, tokens: tuple[str, ...]) -> str | None:
     """
     for token in tokens:
         if await conn.fetchval(queries.TOKEN_WITH_HASH, auth.hash_secret(token)) is None:
-            await _create_admin_token(conn, token)
+            await _create_admin_token(conn, token, chosen=True)
     if await conn.fetchval(queries.ANY_ADMIN_TOKEN):
         return None
     token = domain.token_secret("admin", "*", ["*"], auth.new_secret())
-    await _create_admin_token(conn, token)
+    await _create_admin_token(conn, token, chosen=False)
     return token
 
 
-async def _create_admin_token(conn: Conn, token: str) -> None:
+async def _create_admin_token(conn: Conn, token: str, *, chosen: bool) -> None:
     async with conn.transaction():
         token_id = await conn.fetchval(queries.NEXT_TOKEN_ID)
         event = domain.create_api_token(
@@ -76,7 +76,7 @@ async def _create_admin_token(conn: Conn, token: str) -> None:
             name="admin",
             scope=("admin", "*", ["*"]),
             secret_hash=auth.hash_secret(token),
-            hint=auth.secret_hint(token),
+            hint=auth.secret_hint(token, reveal=not chosen),
             now=datetime.now(UTC),
             expires_at=None,
         )

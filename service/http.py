@@ -113,12 +113,23 @@ async def request_context(request: web.Request, handler: Handler) -> web.StreamR
         structlog.contextvars.clear_contextvars()
 
 
+def redact_path(path: str) -> str:
+    """Flag, project and environment names never contain `:`, every token does (`*:*.…`,
+    `user:…`): a path segment with one may be a secret (DELETE /api/admin/api-tokens/<secret>)
+    and is masked in the log."""
+    if ":" not in path:
+        return path
+    return "/".join(
+        auth.secret_hint(part, reveal=False) if ":" in part else part for part in path.split("/")
+    )
+
+
 def _log_request(request: web.Request, status: int, duration_ms: float) -> None:
     route = request.match_info.route.resource
     who = request.get(PRINCIPAL)
     fields: dict[str, Any] = {
         "method": request.method,
-        "path": request.path,
+        "path": redact_path(request.path),
         "route": route.canonical if route is not None else None,
         "status": status,
         "duration_ms": round(duration_ms, 2),

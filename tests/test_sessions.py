@@ -166,6 +166,18 @@ async def test_an_authorization_header_decides_over_a_cookie(client: Client) -> 
     await error(await client.get(USERS, headers=forged), 401, "AuthenticationRequired")
 
 
+async def test_a_username_that_looks_like_an_email_cannot_take_over_the_email(
+    client: Client,
+) -> None:
+    """As in Unleash, what looks like an e-mail signs in by e-mail only."""
+    await create_user(client, {"email": "alice@example.com", "password": STRONG})
+    await create_user(client, {"username": "alice@example.com", "password": "0ther!Password#2026"})
+    resp, _ = await sign_in(client, "Alice@Example.com")
+    assert (resp.status, (await resp.json())["email"]) == (200, "alice@example.com")
+    resp, _ = await sign_in(client, "alice@example.com", "0ther!Password#2026")
+    await error(resp, 401, "PasswordMismatch")
+
+
 async def test_sign_in_bodies_are_checked(client: Client) -> None:
     for body in ({}, {"username": "bob"}, {"username": "", "password": "x"}, [1]):
         resp = await client.post(LOGIN, json=body)

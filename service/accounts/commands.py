@@ -36,5 +36,5 @@ class CreateServiceAccount(msgspec.Struct, frozen=True, kw_only=True, rename="ca
 
 
 class UpdateServiceAccount(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    name: Text | msgspec.UnsetType | None = msgspec.UNSET
-    root_role: RootRoleRef | msgspec.UnsetType = msgspec.UNSET
+    name: Text | None = None  # left out, null or blank: kept
+    root_role: RootRoleRef | None = None

@@ -5,8 +5,6 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, cast
 
-import msgspec
-
 from service.accounts.events import (
     ApiTokenCreated,
     PersonalAccessTokenCreated,
@@ -62,7 +60,9 @@ def token_scope(cmd: CreateApiToken) -> tuple[TokenType, str, list[str]]:
         raise ValidationError(f"type must be one of {', '.join(TOKEN_TYPES)} - at `$.type`")
     if token_type == "admin":
         return "admin", "*", ["*"]
-    projects = cmd.projects or ([cmd.project] if cmd.project else ["*"])
+    projects = list(dict.fromkeys(cmd.projects or ([cmd.project] if cmd.project else ["*"])))
+    if "*" in projects:  # all projects: naming some of them as well changes nothing
+        projects = ["*"]
     for i, project in enumerate(projects):
         if project != "*":
             validate_name(project, f"$.projects[{i}]", "Project")
@@ -172,7 +172,7 @@ def create_service_account(
 def update_service_account(
     current: ServiceAccountUpdated, cmd: UpdateServiceAccount
 ) -> ServiceAccountUpdated | None:
-    name = current.name if cmd.name is msgspec.UNSET else clean_text(cmd.name, "$.name")
-    role = current.root_role if cmd.root_role is msgspec.UNSET else root_role_id(cmd.root_role)
+    name = clean_text(cmd.name, "$.name") or current.name
+    role = current.root_role if cmd.root_role is None else root_role_id(cmd.root_role)
     updated = ServiceAccountUpdated(account_id=current.account_id, name=name, root_role=role)
     return None if updated == current else updated

@@ -49,22 +49,21 @@ async def create_api_token(request: web.Request) -> web.Response:
 
 
 async def delete_api_token(request: web.Request) -> web.Response:
-    token_id = _int_or_404(request.match_info["id"])
+    """By id, or, as Unleash clients do, by the secret itself (found by its hash)."""
+    key = request.match_info["id"]
     async with request.app[POOL].acquire() as conn, conn.transaction():
         # The row lock makes concurrent deletes queue: the first deletes, the rest find nothing.
-        name = await conn.fetchval(queries.LOCK_TOKEN, token_id)
-        if name is None:
-            raise NotFound(f"No API token with id {token_id}")
+        if key.isascii() and key.isdigit() and len(key) <= 18:
+            row = await conn.fetchrow(queries.LOCK_TOKEN, int(key))
+        else:
+            row = await conn.fetchrow(queries.LOCK_TOKEN_BY_HASH, auth.hash_secret(key))
+        if row is None:
+            raise NotFound("No API token found")
+        token_id, name = row["id"], row["token_name"]
         event = ApiTokenDeleted(token_id=token_id, token_name=name)
         meta = principal(request).metadata(request[REQUEST_ID])
         await store.append_to_current(conn, domain.stream(token_id), [event], meta)
     return web.Response(status=200)
-
-
-def _int_or_404(value: str) -> int:
-    if not (value.isascii() and value.isdigit()) or len(value) > 18:
-        raise NotFound(f"No API token with id {value[:40]}")
-    return int(value)
 
 
 ROUTES = [

@@ -27,7 +27,8 @@ ANY_ADMIN_TOKEN = """
 SELECT EXISTS (SELECT 1 FROM api_tokens
                WHERE type = 'admin' AND (expires_at IS NULL OR expires_at > now()))
 """
-LOCK_TOKEN = "SELECT token_name FROM api_tokens WHERE id = $1 FOR UPDATE"
+LOCK_TOKEN = "SELECT id, token_name FROM api_tokens WHERE id = $1 FOR UPDATE"
+LOCK_TOKEN_BY_HASH = "SELECT id, token_name FROM api_tokens WHERE secret_hash = $1 FOR UPDATE"
 
 
 def token_json(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:

@@ -22,11 +22,11 @@ class CreateUser(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 
 
 class UpdateUser(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """Fields left out keep their value."""
+    """Fields left out, null or blank keep their value."""
 
-    name: Text | msgspec.UnsetType | None = msgspec.UNSET
-    email: Text | msgspec.UnsetType | None = msgspec.UNSET
-    root_role: RootRoleRef | msgspec.UnsetType = msgspec.UNSET
+    name: Text | None = None
+    email: Text | None = None
+    root_role: RootRoleRef | None = None
 
 
 class ChangePassword(msgspec.Struct, frozen=True, kw_only=True):

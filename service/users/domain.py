@@ -5,8 +5,6 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Final
 
-import msgspec
-
 from service.auth import ROOT_ROLES
 from service.errors import ValidationError
 from service.users.events import UserCreated, UserUpdated
@@ -47,6 +45,10 @@ def clean_text(value: str | None, path: str) -> str | None:
     return value.strip() or None
 
 
+def looks_like_email(value: str) -> bool:
+    return _EMAIL.match(value) is not None
+
+
 def clean_email(value: str | None, path: str = "$.email") -> str | None:
     """Stored lower-cased, as Unleash does."""
     email = clean_text(value, path)
@@ -72,14 +74,11 @@ def create_user(cmd: CreateUser, *, user_id: int, now: datetime) -> UserCreated:
     )
 
 
-def update_user(
-    current: UserUpdated, cmd: UpdateUser, *, username: str | None
-) -> UserUpdated | None:
-    """The account after the update, or None when nothing changes."""
-    name = current.name if cmd.name is msgspec.UNSET else clean_text(cmd.name, "$.name")
-    email = current.email if cmd.email is msgspec.UNSET else clean_email(cmd.email)
-    role = current.root_role if cmd.root_role is msgspec.UNSET else root_role_id(cmd.root_role)
-    if email is None and username is None:
-        raise ValidationError("A user without a username must keep an email - at `$.email`")
+def update_user(current: UserUpdated, cmd: UpdateUser) -> UserUpdated | None:
+    """The account after the update, or None when nothing changes. As in Unleash, a field
+    left out, null or blank keeps its value."""
+    name = clean_text(cmd.name, "$.name") or current.name
+    email = clean_email(cmd.email) or current.email
+    role = current.root_role if cmd.root_role is None else root_role_id(cmd.root_role)
     updated = UserUpdated(user_id=current.user_id, name=name, email=email, root_role=role)
     return None if updated == current else updated

@@ -67,7 +67,7 @@ async def update_user(request: web.Request) -> web.Response:
         current = UserUpdated(
             user_id=user_id, name=row["name"], email=row["email"], root_role=row["root_role"]
         )
-        event = domain.update_user(current, cmd, username=row["username"])
+        event = domain.update_user(current, cmd)
         if event is not None:
             await _append_unique(conn, domain.user_stream(user_id), "any", [event], _meta(request))
             row = await _locked_user(conn, user_id)

@@ -32,14 +32,19 @@ SELECT u.id, u.account_type, u.name, u.username, u.email, u.root_role, u.login_a
        u.created_at
 FROM users u WHERE u.id = $1
 """
-# Sign-in by username (as written) or e-mail (any case); a username match wins.
-SIGN_IN_CANDIDATE = """
+# Sign-in: what looks like an e-mail is looked up by e-mail (any case), anything else by
+# username (as written), as Unleash does; so a username can never shadow someone's e-mail.
+SIGN_IN_BY_EMAIL = """
 SELECT u.id, u.account_type, u.name, u.username, u.email, u.root_role, u.login_attempts, u.seen_at,
        u.created_at, pw.password_hash
 FROM users u LEFT JOIN user_passwords pw ON pw.user_id = u.id
-WHERE u.account_type = 'User' AND (u.username = $1 OR lower(u.email) = lower($1))
-ORDER BY u.username = $1 DESC NULLS LAST
-LIMIT 1
+WHERE u.account_type = 'User' AND lower(u.email) = lower($1)
+"""
+SIGN_IN_BY_USERNAME = """
+SELECT u.id, u.account_type, u.name, u.username, u.email, u.root_role, u.login_attempts, u.seen_at,
+       u.created_at, pw.password_hash
+FROM users u LEFT JOIN user_passwords pw ON pw.user_id = u.id
+WHERE u.account_type = 'User' AND u.username = $1
 """
 UNIQUE_ACCOUNT_FIELDS = frozenset({"users_email_key", "users_username_key"})
 

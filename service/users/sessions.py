@@ -27,7 +27,11 @@ WRONG_CREDENTIALS: Final = (
 async def sign_in(request: web.Request) -> web.Response:
     cmd = await read_json(request, SignIn)
     pool = request.app[POOL]
-    candidate = await pool.fetchrow(queries.SIGN_IN_CANDIDATE, cmd.username.strip())
+    name = cmd.username.strip()
+    lookup = (
+        queries.SIGN_IN_BY_EMAIL if domain.looks_like_email(name) else queries.SIGN_IN_BY_USERNAME
+    )
+    candidate = await pool.fetchrow(lookup, name)
     stored_hash = candidate["password_hash"] if candidate is not None else None
     # Always one argon2 check, against a dummy hash when there is no account or password.
     ok = await passwords.verify_password(stored_hash, cmd.password)
