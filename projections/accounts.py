@@ -18,9 +18,11 @@ from service.users.events import (
     PasswordChanged,
     UserCreated,
     UserDeleted,
+    UsersDeleted,
     UserSignedIn,
     UserSignedOut,
     UserSignInFailed,
+    UsersImported,
     UserUpdated,
 )
 
@@ -77,6 +79,44 @@ FROM seen WHERE p.id = seen.id
 """
 
 
+DELETE_ACCOUNTS = """
+WITH p AS (DELETE FROM user_passwords WHERE user_id = ANY($1::bigint[])),
+     t AS (DELETE FROM personal_access_tokens WHERE user_id = ANY($1::bigint[])),
+     s AS (DELETE FROM sessions WHERE user_id = ANY($1::bigint[]))
+DELETE FROM users WHERE id = ANY($1::bigint[])
+"""
+IMPORT_USERS = """
+INSERT INTO users (id, account_type, name, username, email, root_role, seen_at, created_at)
+SELECT id, 'User', name, username, email, root_role, seen_at, created_at
+FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::integer[],
+            $6::timestamptz[], $7::timestamptz[])
+     AS i(id, name, username, email, root_role, seen_at, created_at)
+ON CONFLICT (id) DO NOTHING
+"""
+IMPORT_PASSWORDS = """
+INSERT INTO user_passwords (user_id, password_hash)
+SELECT id, password_hash FROM unnest($1::bigint[], $2::text[]) AS i(id, password_hash)
+WHERE password_hash IS NOT NULL
+ON CONFLICT (user_id) DO NOTHING
+"""
+
+
+async def _import(conn: Conn, e: UsersImported) -> None:
+    users = e.users
+    ids = [u.user_id for u in users]
+    await conn.execute(
+        IMPORT_USERS,
+        ids,
+        [u.name for u in users],
+        [u.username for u in users],
+        [u.email for u in users],
+        [u.root_role for u in users],
+        [u.seen_at for u in users],
+        [u.created_at for u in users],
+    )
+    await conn.execute(IMPORT_PASSWORDS, ids, [u.password_hash for u in users])
+
+
 # One statement per event type: (SQL, the event's arguments for it).
 _STATEMENTS: dict[type[Event], tuple[str, Callable[[Any], tuple[object, ...]]]] = {
     UserCreated: (
@@ -123,10 +163,14 @@ _STATEMENTS: dict[type[Event], tuple[str, Callable[[Any], tuple[object, ...]]]] 
         PATS_SEEN,
         lambda e: ([u.token_id for u in e.seen], [u.seen_at for u in e.seen]),
     ),
+    UsersDeleted: (DELETE_ACCOUNTS, lambda e: ([u.user_id for u in e.users],)),
 }
 
 
 async def apply(conn: Conn, recorded: RecordedEvent) -> None:
+    if isinstance(recorded.event, UsersImported):
+        await _import(conn, recorded.event)
+        return
     statement = _STATEMENTS.get(type(recorded.event))
     if statement is not None:
         sql, arguments = statement
@@ -137,6 +181,6 @@ PROJECTION = Projection(
     name="accounts",
     mode="inline",
     tables=("users", "user_passwords", "personal_access_tokens", "sessions"),
-    handles=frozenset(c.type_name() for c in _STATEMENTS),
+    handles=frozenset({UsersImported.type_name()} | {c.type_name() for c in _STATEMENTS}),
     apply=apply,
 )

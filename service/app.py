@@ -32,7 +32,7 @@ from service.http import MIDDLEWARES, Route, json_response
 from service.projects import handlers as projects
 from service.segments import handlers as segments
 from service.users import handlers as users
-from service.users import sessions
+from service.users import inactive, search, sessions
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -68,6 +68,8 @@ ROUTES: list[Route] = [
     Route("GET", "/ready", ready, auth.PUBLIC),
     Route("HEAD", "/ready", ready, auth.PUBLIC),
     *sessions.ROUTES,
+    *search.ROUTES,  # before /user-admin/{id}, which would take `search` for an id
+    *inactive.ROUTES,
     *users.ROUTES,
     *tokens.ROUTES,
     *service_accounts.ROUTES,

@@ -36,3 +36,11 @@ class ChangePassword(msgspec.Struct, frozen=True, kw_only=True):
 class SignIn(msgspec.Struct, frozen=True, kw_only=True):
     username: Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
     password: Password
+
+
+class DeleteUsers(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """idsSchema; unknown fields are refused here (behavior.md section 3)."""
+
+    ids: Annotated[
+        list[Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]], msgspec.Meta(max_length=10_000)
+    ]

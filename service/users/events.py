@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+import msgspec
+
 from service.events import Event
 
 
@@ -67,3 +69,37 @@ class UserSignedOut(Event, frozen=True, kw_only=True, tag="UserSignedOut"):
 
     user_id: int
     session_hash: str
+
+
+class UserRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """An account as it was: what a batch event carries for each user it touches."""
+
+    user_id: int
+    name: str | None
+    username: str | None
+    email: str | None
+    root_role: int
+    created_at: datetime
+    seen_at: datetime | None = None
+
+
+class UsersDeleted(Event, frozen=True, kw_only=True, tag="UsersDeleted"):
+    """Inactive users deleted in one transaction (stream `user-batch/<uuid>`): their rows,
+    password hashes, sessions and tokens leave the read models. `users` holds each one as it
+    was just before."""
+
+    users: list[UserRecord]
+    inactive_days: int
+    deleted_at: datetime
+
+
+class ImportedUser(UserRecord, frozen=True, kw_only=True):
+    password_hash: str | None = None
+
+
+class UsersImported(Event, frozen=True, kw_only=True, tag="UsersImported"):
+    """Up to 1,000 users brought in by `python -m service import-users` (stream
+    `user-batch/<uuid>`), with `createdAt` and `seenAt` as the source had them."""
+
+    users: list[ImportedUser]
+    source: str

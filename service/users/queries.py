@@ -93,3 +93,45 @@ FROM sessions s JOIN users u ON u.id = s.user_id
 WHERE s.session_hash = $1
 FOR UPDATE OF s
 """
+
+# behavior.md section 3: a person (not a service account) who has not signed in since the
+# threshold, was created before it, and whose tokens were all unused since it.
+INACTIVE_USERS = """
+SELECT u.id, u.name, u.email, u.username, u.seen_at, u.created_at,
+       (SELECT max(p.seen_at) FROM personal_access_tokens p WHERE p.user_id = u.id) AS pat_seen_at
+FROM users u
+WHERE u.account_type = 'User'
+  AND u.created_at <= $1 AND (u.seen_at IS NULL OR u.seen_at <= $1)
+  AND NOT EXISTS (SELECT 1 FROM personal_access_tokens p
+                  WHERE p.user_id = u.id AND p.seen_at > $1)
+ORDER BY u.id
+"""
+# The same test on the listed ids, under row locks: a user who signs in meanwhile (the sign-in
+# holds the row) is re-checked after it commits and is no longer inactive.
+LOCK_INACTIVE = """
+SELECT u.id, u.name, u.username, u.email, u.root_role, u.created_at, u.seen_at
+FROM users u
+WHERE u.id = ANY($2::bigint[]) AND u.id <> $3
+  AND u.account_type = 'User'
+  AND u.created_at <= $1 AND (u.seen_at IS NULL OR u.seen_at <= $1)
+  AND NOT EXISTS (SELECT 1 FROM personal_access_tokens p
+                  WHERE p.user_id = u.id AND p.seen_at > $1)
+ORDER BY u.id
+FOR UPDATE OF u
+"""
+# behavior.md section 5. $1 the trimmed query lower-cased, $2 the same with \, % and _
+# escaped for LIKE; exact matches first, then prefixes, then the rest; ties by name, then id.
+SEARCH_USERS = """
+SELECT u.id, u.account_type, u.name, u.username, u.email, u.root_role, u.login_attempts,
+       u.seen_at, u.created_at
+FROM users u
+WHERE u.account_type = 'User'
+  AND (lower(u.name) LIKE '%' || $2 || '%' OR lower(u.username) LIKE '%' || $2 || '%'
+       OR lower(u.email) LIKE '%' || $2 || '%')
+ORDER BY CASE WHEN $1 IN (lower(u.name), lower(u.username), lower(u.email)) THEN 0
+              WHEN lower(u.name) LIKE $2 || '%' OR lower(u.username) LIKE $2 || '%'
+                   OR lower(u.email) LIKE $2 || '%' THEN 1
+              ELSE 2 END,
+         u.name NULLS LAST, u.id
+LIMIT $3 OFFSET $4
+"""

@@ -1,0 +1,145 @@
+"""`python -m service import-users FILE`: users from another installation, as JSON Lines."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Annotated, TextIO
+
+import msgspec
+
+from service import store
+from service.errors import AppError
+from service.events import Metadata
+from service.users import domain
+from service.users.commands import RootRoleRef, Text
+from service.users.events import ImportedUser, UsersImported
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from service.db import Conn
+
+BATCH = 1000
+IMPORTER = Metadata(
+    actor_id="import-users", actor_name="import-users", actor_kind="system", source="import"
+)
+AwareDatetime = Annotated[datetime, msgspec.Meta(tz=True)]
+ARGON2_PREFIX = "$argon2"
+
+
+class ImportLine(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    email: Text | None = None
+    username: Text | None = None
+    name: Text | None = None
+    root_role: RootRoleRef = 3
+    created_at: AwareDatetime | None = None
+    seen_at: AwareDatetime | None = None
+    password_hash: Annotated[str, msgspec.Meta(max_length=1000)] | None = None
+
+
+_decoder = msgspec.json.Decoder(ImportLine)
+
+EXISTING = """
+SELECT lower(email) AS email, username FROM users
+WHERE lower(email) = ANY($1::text[]) OR username = ANY($2::text[])
+"""
+NEW_IDS = "SELECT nextval('user_ids') FROM generate_series(1, $1)"
+
+
+@dataclass
+class ImportReport:
+    imported: int = 0
+    skipped: int = 0  # already there (same e-mail or username), or repeated in the file
+    batches_refused: int = 0
+    bad_lines: list[tuple[int, str]] = field(default_factory=list)
+
+
+def parse_line(raw: bytes, now: datetime) -> ImportedUser:
+    """One line, checked as the API checks a new user; user_id is filled in later."""
+    try:
+        line = _decoder.decode(raw)
+    except msgspec.ValidationError as exc:
+        raise AppError(str(exc)) from None
+    except msgspec.DecodeError as exc:
+        raise AppError(f"Malformed JSON: {exc}") from None
+    email = domain.clean_email(line.email)
+    username = domain.clean_text(line.username, "$.username")
+    if email is None and username is None:
+        raise AppError("You must specify username or email")
+    created = line.created_at or now
+    if created > now or (line.seen_at is not None and line.seen_at > now):
+        raise AppError("createdAt and seenAt may not be in the future")
+    if line.password_hash is not None and not line.password_hash.startswith(ARGON2_PREFIX):
+        raise AppError("passwordHash must be an argon2 hash (PHC string, `$argon2id$...`)")
+    return ImportedUser(
+        user_id=0,
+        name=domain.clean_text(line.name, "$.name"),
+        username=username,
+        email=email,
+        root_role=domain.root_role_id(line.root_role),
+        created_at=created.astimezone(UTC),
+        seen_at=line.seen_at.astimezone(UTC) if line.seen_at else None,
+        password_hash=line.password_hash,
+    )
+
+
+async def import_users(conn: Conn, lines: TextIO | Iterable[str], *, source: str) -> ImportReport:
+    """Batches of up to 1,000 lines, one `UsersImported` event each; a batch with a bad line
+    is reported (line numbers) and writes nothing; users already there are skipped."""
+    report = ImportReport()
+    batch: list[tuple[int, str]] = []
+    for number, text in enumerate(lines, start=1):
+        if text.strip():
+            batch.append((number, text))
+        if len(batch) == BATCH:
+            await _import_batch(conn, batch, source, report)
+            batch = []
+    if batch:
+        await _import_batch(conn, batch, source, report)
+    return report
+
+
+async def _import_batch(
+    conn: Conn, batch: list[tuple[int, str]], source: str, report: ImportReport
+) -> None:
+    now = datetime.now(UTC)
+    users: list[ImportedUser] = []
+    bad: list[tuple[int, str]] = []
+    for number, text in batch:
+        try:
+            users.append(parse_line(text.encode("utf-8", "surrogateescape"), now))
+        except AppError as exc:
+            bad.append((number, exc.message))
+    if bad:
+        report.bad_lines.extend(bad)
+        report.batches_refused += 1
+        return
+    async with conn.transaction():
+        existing = await conn.fetch(
+            EXISTING,
+            [u.email for u in users if u.email],
+            [u.username for u in users if u.username],
+        )
+        emails = {r["email"] for r in existing if r["email"]}
+        usernames = {r["username"] for r in existing if r["username"]}
+        fresh: list[ImportedUser] = []
+        for user in users:
+            if (user.email and user.email in emails) or (
+                user.username and user.username in usernames
+            ):
+                report.skipped += 1
+                continue
+            fresh.append(user)
+            emails.add(user.email or "")
+            usernames.add(user.username or "")
+        if not fresh:
+            return
+        ids = [r[0] for r in await conn.fetch(NEW_IDS, len(fresh))]
+        event = UsersImported(
+            users=[msgspec.structs.replace(u, user_id=i) for u, i in zip(fresh, ids, strict=True)],
+            source=source,
+        )
+        await store.append(conn, ("user-batch", str(uuid.uuid4())), "no-stream", [event], IMPORTER)
+        report.imported += len(fresh)
