@@ -1,0 +1,214 @@
+"""Operation 3 of spec.md, "Delete inactive users" (behavior.md section 3), and the list."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from projections.runner import verify
+from service.accounts.events import PersonalAccessTokensSeen, TokenUse
+from service.appkeys import POOL
+from service.users.events import UserSignedIn
+from tests import factories
+from tests.conftest import ADMIN
+from tests.test_features import error, event_count
+from tests.test_sessions import sign_in
+from tests.test_users import STRONG, USERS, create_user
+
+if TYPE_CHECKING:
+    from aiohttp import web
+    from aiohttp.test_utils import TestClient
+
+    Client = TestClient[Any, Any]
+
+INACTIVE = f"{USERS}/inactive"
+DELETE = f"{INACTIVE}/delete"
+
+
+def ago(days: float) -> datetime:
+    return datetime.now(UTC) - timedelta(days=days)
+
+
+async def person(
+    app: web.Application,
+    *,
+    created: float = 400,
+    seen: float | None = None,
+    token_seen: float | None = None,
+    service: bool = False,
+    username: str | None = None,
+) -> factories.Account:
+    """An account created `created` days ago, last signed in `seen` days ago (None: never),
+    whose one token was last used `token_seen` days ago (None: never)."""
+    async with app[POOL].acquire() as conn:
+        account = await factories.account(
+            conn, role=3, service=service, created_at=ago(created), username=username
+        )
+        if seen is not None:
+            signed_in = UserSignedIn(
+                user_id=account.id,
+                seen_at=ago(seen),
+                session_hash=f"{account.id:064x}",
+                session_expires_at=ago(seen) + timedelta(hours=48),
+            )
+            await factories.append(conn, [signed_in], stream=("user", str(account.id)))
+        if token_seen is not None:
+            token_id = await conn.fetchval(
+                "SELECT id FROM personal_access_tokens WHERE user_id = $1", account.id
+            )
+            used = PersonalAccessTokensSeen(
+                seen=[TokenUse(token_id=token_id, seen_at=ago(token_seen))]
+            )
+            await factories.append(conn, [used], stream=("token-usage", "personal-access-tokens"))
+    return account
+
+
+async def inactive_ids(client: Client) -> list[int]:
+    body = await (await client.get(INACTIVE, headers=ADMIN)).json()
+    return [u["id"] for u in body["inactiveUsers"]]
+
+
+async def test_the_inactive_definition_at_its_edges(client: Client, app: web.Application) -> None:
+    cases = {
+        "seen 181 days ago": (await person(app, seen=181), True),
+        "seen 180 days and a minute ago": (await person(app, seen=180 + 1 / 1440), True),
+        "seen 179 days ago": (await person(app, seen=179), False),
+        "seen 180 days less a minute ago": (await person(app, seen=180 - 1 / 1440), False),
+        "never seen, created 181 days ago": (await person(app), True),
+        "never seen, created 179 days ago": (await person(app, created=179), False),
+        "old, token used 10 days ago": (await person(app, seen=300, token_seen=10), False),
+        "old, token used 200 days ago": (await person(app, seen=300, token_seen=200), True),
+        "old, token never used (even a fresh one)": (await person(app, seen=300), True),
+        "service account, never seen": (await person(app, service=True), False),
+    }
+    listed = await inactive_ids(client)
+    for what, (account, inactive) in cases.items():
+        assert (account.id in listed) == inactive, what
+    assert listed == sorted(listed)  # each once, by id
+    body = await (await client.get(INACTIVE, headers=ADMIN)).json()
+    entry = next(
+        u for u in body["inactiveUsers"] if u["id"] == cases["old, token used 200 days ago"][0].id
+    )
+    assert set(entry) == {"id", "name", "email", "username", "seenAt", "createdAt", "patSeenAt"}
+    assert entry["patSeenAt"] is not None
+    assert body["version"] == 1
+
+
+async def test_delete_removes_exactly_the_inactive_ones_listed(
+    client: Client, app: web.Application
+) -> None:
+    old = [await person(app, seen=300) for _ in range(3)]
+    active = await person(app, seen=1)
+    machine = await person(app, service=True)
+    unlisted = await person(app, seen=300)
+    ids = [old[0].id, old[1].id, old[1].id, active.id, machine.id, 999_999, old[2].id]
+    resp = await client.post(DELETE, json={"ids": ids}, headers=ADMIN)
+    assert (resp.status, await resp.read()) == (200, b"")
+    assert await inactive_ids(client) == [unlisted.id]
+    remaining = [u["id"] for u in (await (await client.get(USERS, headers=ADMIN)).json())["users"]]
+    assert remaining == sorted([active.id, unlisted.id])
+    # Their tokens stop at once; the others' still work.
+    for account in old:
+        await error(
+            await client.get("/api/admin/projects", headers=account.headers),
+            401,
+            "AuthenticationRequired",
+        )
+    assert (await client.get("/api/admin/projects", headers=active.headers)).status == 200
+    assert (await client.get("/api/admin/projects", headers=machine.headers)).status == 200
+    # One event, with each deleted user's record.
+    async with app[POOL].acquire() as conn:
+        rows = await conn.fetch("SELECT data FROM events WHERE type = 'UsersDeleted'")
+        assert (await verify(conn)).ok
+    assert len(rows) == 1
+    data = json.loads(rows[0]["data"])
+    assert [u["user_id"] for u in data["users"]] == [a.id for a in old]
+    assert data["inactive_days"] == 180
+    # Nothing inactive listed: 200, no event.
+    resp = await client.post(DELETE, json={"ids": [active.id, 123456]}, headers=ADMIN)
+    assert resp.status == 200
+    assert await event_count(app, "UsersDeleted") == 1
+
+
+async def test_the_caller_is_never_deleted(client: Client, app: web.Application) -> None:
+    caller = await person(app, seen=300)
+    async with app[POOL].acquire() as conn:
+        await conn.execute("UPDATE users SET root_role = 1 WHERE id = $1", caller.id)
+    resp = await client.post(DELETE, json={"ids": [caller.id]}, headers=caller.headers)
+    assert resp.status == 200
+    assert caller.id in await inactive_ids(client)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"ids": "1"},
+        {"ids": [1, "2"]},
+        {"ids": [-1]},
+        {"ids": [1.5]},
+        {"ids": [True]},
+        {"ids": [1], "extra": 1},
+        {"ids": list(range(10_001))},
+        [1, 2],
+    ],
+)
+async def test_bad_bodies_are_400_and_delete_nothing(
+    client: Client, app: web.Application, body: Any
+) -> None:
+    victim = await person(app, seen=300)
+    resp = await client.post(DELETE, json=body, headers=ADMIN)
+    await error(resp, 400, "ValidationError")
+    assert victim.id in await inactive_ids(client)
+
+
+async def test_only_admins_list_or_delete(client: Client, app: web.Application) -> None:
+    editor = await person(app, seen=1)
+    async with app[POOL].acquire() as conn:
+        await conn.execute("UPDATE users SET root_role = 2 WHERE id = $1", editor.id)
+    await error(await client.get(INACTIVE, headers=editor.headers), 403, "NoAccessError")
+    resp = await client.post(DELETE, json={"ids": [1]}, headers=editor.headers)
+    await error(resp, 403, "NoAccessError")
+    await error(await client.post(DELETE, json={"ids": [1]}), 401, "AuthenticationRequired")
+    resp = await client.post(DELETE, data="ids=1", headers={**ADMIN, "Content-Type": "text/plain"})
+    await error(resp, 415, "ContentTypeerror")
+
+
+async def test_a_user_who_signs_in_during_the_delete_survives(
+    client: Client, app: web.Application
+) -> None:
+    """The sign-in holds the user's row while it commits; the delete's row lock waits for it
+    and then sees a user who is no longer inactive."""
+    user = await create_user(client, {"username": "sleeper", "password": STRONG})
+    async with app[POOL].acquire() as conn:
+        await conn.execute(
+            "UPDATE users SET created_at = $2, seen_at = $2 WHERE id = $1", user["id"], ago(300)
+        )
+    assert user["id"] in await inactive_ids(client)
+    async with app[POOL].acquire() as blocker, blocker.transaction():
+        await blocker.execute("SELECT 1 FROM users WHERE id = $1 FOR UPDATE", user["id"])
+        signing_in = asyncio.ensure_future(sign_in(client, "sleeper"))
+        await asyncio.sleep(0.5)  # the sign-in now waits for the row, as the delete will
+        deleting = asyncio.ensure_future(
+            client.post(DELETE, json={"ids": [user["id"]]}, headers=ADMIN)
+        )
+        await asyncio.sleep(0.2)
+    resp, _ = await signing_in
+    assert resp.status == 200
+    assert (await deleting).status == 200
+    assert (await client.get(f"{USERS}/{user['id']}", headers=ADMIN)).status == 200
+    assert await event_count(app, "UsersDeleted") == 0
+
+
+async def test_ten_thousand_ids_in_one_request(client: Client, app: web.Application) -> None:
+    async with app[POOL].acquire() as conn:
+        for _ in range(20):
+            await factories.account(conn, created_at=ago(400))
+    ids = list(range(10_000))
+    resp = await client.post(DELETE, json={"ids": ids}, headers=ADMIN)
+    assert resp.status == 200
+    assert await inactive_ids(client) == []

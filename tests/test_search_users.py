@@ -1,0 +1,139 @@
+"""Operation 5 of spec.md, "Search users" (behavior.md section 5)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from service.appkeys import POOL
+from tests import factories
+from tests.conftest import ADMIN
+from tests.test_features import error
+from tests.test_users import ROOT_ROLES, USERS, create_user, make_account
+
+if TYPE_CHECKING:
+    from aiohttp import web
+    from aiohttp.test_utils import TestClient
+
+    Client = TestClient[Any, Any]
+
+SEARCH = f"{USERS}/search"
+
+
+async def search(
+    client: Client, q: str | None, headers: dict[str, str] = ADMIN, **params: Any
+) -> Any:
+    query = ({"q": q} if q is not None else {}) | {k: str(v) for k, v in params.items()}
+    resp = await client.get(SEARCH, params=query, headers=headers)
+    assert resp.status == 200, await resp.text()
+    return await resp.json()
+
+
+def names(body: dict[str, Any]) -> list[str]:
+    return [u.get("name") or u.get("username") or u["email"] for u in body["users"]]
+
+
+@pytest.mark.parametrize("q", [None, "", "a", " a ", "  "])
+async def test_a_short_query_finds_nobody(client: Client, q: str | None) -> None:
+    await create_user(client, {"name": "aa", "email": "a@example.com"})
+    assert await search(client, q) == {"users": [], "rootRoles": ROOT_ROLES}
+
+
+async def test_matches_name_username_and_email_in_any_case(client: Client) -> None:
+    await create_user(client, {"name": "Ann Smith", "email": "ann@example.com", "rootRole": 2})
+    await create_user(client, {"username": "SMITHY", "rootRole": 3})
+    await create_user(client, {"name": "Bob", "email": "bob.smith@example.org", "rootRole": 3})
+    await create_user(client, {"name": "Carl", "email": "carl@example.com"})
+    body = await search(client, "sMiTh")
+    assert sorted(names(body)) == ["Ann Smith", "Bob", "SMITHY"]
+    assert body["rootRoles"] == [ROOT_ROLES[1], ROOT_ROLES[2]]
+    user = body["users"][0]
+    assert user["accountType"] == "User"
+    assert "rootRole" in user
+
+
+async def test_exact_then_prefix_then_the_rest_ties_by_name_then_id(client: Client) -> None:
+    for body in (
+        {"name": "zed", "email": "xsam@example.com"},
+        {"name": "sammy", "email": "a1@example.com"},
+        {"name": "sam", "email": "a2@example.com"},
+        {"name": "Alice", "username": "Sam"},
+        {"name": "Absam", "email": "a3@example.com"},
+        {"name": "Sam2", "email": "a4@example.com"},
+    ):
+        await create_user(client, body)
+    body = await search(client, "sam")
+    assert names(body) == ["Alice", "sam", "Sam2", "sammy", "Absam", "zed"]
+
+
+async def test_wildcards_are_literal(client: Client) -> None:
+    await create_user(client, {"name": "100% sure", "email": "p@example.com"})
+    await create_user(client, {"name": "1000 sure", "email": "q@example.com"})
+    await create_user(client, {"name": "snake_case", "email": "r@example.com"})
+    await create_user(client, {"name": "snakeXcase", "email": "s@example.com"})
+    await create_user(client, {"name": "back\\slash", "email": "t@example.com"})
+    await create_user(client, {"name": "backslash", "email": "u@example.com"})
+    assert names(await search(client, "0%")) == ["100% sure"]
+    assert names(await search(client, "e_c")) == ["snake_case"]
+    assert names(await search(client, "k\\s")) == ["back\\slash"]
+    assert names(await search(client, "%%")) == []
+
+
+async def test_unicode_and_case(client: Client) -> None:
+    await create_user(client, {"name": "Élodie Ünal", "email": "elodie@example.com"})
+    await create_user(client, {"name": "名前テスト", "email": "jp@example.com"})
+    assert names(await search(client, "éLOD")) == ["Élodie Ünal"]
+    assert names(await search(client, "üNA")) == ["Élodie Ünal"]
+    assert names(await search(client, "前テ")) == ["名前テスト"]
+
+
+async def test_only_regular_active_users(client: Client, app: web.Application) -> None:
+    await create_user(client, {"name": "findme person", "email": "p1@example.com"})
+    gone = await create_user(client, {"name": "findme gone", "email": "p2@example.com"})
+    await client.delete(f"{USERS}/{gone['id']}", headers=ADMIN)
+    await make_account(app, service=True, username="findme-machine")
+    assert names(await search(client, "findme")) == ["findme person"]
+
+
+async def test_limit_and_offset(client: Client, app: web.Application) -> None:
+    async with app[POOL].acquire() as conn:
+        for i in range(12):
+            await factories.account(conn, username=f"pager-{i:02d}")
+    everyone = [u["id"] for u in (await search(client, "pager"))["users"]]
+    assert len(everyone) == 12
+    page = await search(client, "pager", limit=5, offset=5)
+    assert [u["id"] for u in page["users"]] == everyone[5:10]
+    assert len((await search(client, "pager", limit=5000))["users"]) == 12  # capped at 1,000
+    for bad in ({"limit": "0"}, {"limit": "x"}, {"offset": "-1"}, {"limit": "1e3"}):
+        resp = await client.get(SEARCH, params={"q": "pager", **bad}, headers=ADMIN)
+        await error(resp, 400, "ValidationError")
+
+
+async def test_any_admin_api_principal_may_search(client: Client, app: web.Application) -> None:
+    await create_user(client, {"name": "visible", "email": "v@example.com"})
+    for role in (1, 2, 3):
+        account = await make_account(app, role=role)
+        assert names(await search(client, "visib", headers=account.headers)) == ["visible"]
+    for token_type in ("client", "frontend"):
+        resp = await client.post(
+            "/api/admin/api-tokens", json={"tokenName": "t", "type": token_type}, headers=ADMIN
+        )
+        headers = {"Authorization": (await resp.json())["secret"]}
+        await error(
+            await client.get(SEARCH, params={"q": "vis"}, headers=headers), 403, "NoAccessError"
+        )
+    await error(await client.get(SEARCH, params={"q": "vis"}), 401, "AuthenticationRequired")
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(q=st.text(st.characters(codec="utf-8"), max_size=30))
+async def test_any_query_is_answered(client: Client, q: str) -> None:
+    resp = await client.get(SEARCH, params={"q": q}, headers=ADMIN)
+    assert resp.status == 200
+    body = await resp.json()
+    assert set(body) == {"users", "rootRoles"}
