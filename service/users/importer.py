@@ -98,6 +98,10 @@ async def import_users(conn: Conn, lines: TextIO | Iterable[str], *, source: str
             batch = []
     if batch:
         await _import_batch(conn, batch, source, report)
+    if report.imported:
+        # Fresh statistics at once (autovacuum would take its time): search plans depend on
+        # how many users a pattern matches.
+        await conn.execute("ANALYZE users")
     return report
 
 

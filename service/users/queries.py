@@ -119,19 +119,35 @@ WHERE u.id = ANY($2::bigint[]) AND u.id <> $3
 ORDER BY u.id
 FOR UPDATE OF u
 """
-# behavior.md section 5. $1 the trimmed query lower-cased, $2 the same with \, % and _
-# escaped for LIKE; exact matches first, then prefixes, then the rest; ties by name, then id.
+# behavior.md section 5: exact matches first, then prefixes, then the rest; ties by name, then
+# id. $1 the trimmed query lower-cased; $2 the same with \, % and _ escaped for LIKE; $3 how
+# many rows each tier may give (offset + limit), $4 offset, $5 limit. One ordered, limited
+# subquery per tier lets PostgreSQL choose per tier: trigram bitmaps when few users match,
+# a walk of users_search_order when most do (no sort of every match).
 SEARCH_USERS = """
-SELECT u.id, u.account_type, u.name, u.username, u.email, u.root_role, u.login_attempts,
-       u.seen_at, u.created_at
-FROM users u
-WHERE u.account_type = 'User'
-  AND (lower(u.name) LIKE '%' || $2 || '%' OR lower(u.username) LIKE '%' || $2 || '%'
-       OR lower(u.email) LIKE '%' || $2 || '%')
-ORDER BY CASE WHEN $1 IN (lower(u.name), lower(u.username), lower(u.email)) THEN 0
-              WHEN lower(u.name) LIKE $2 || '%' OR lower(u.username) LIKE $2 || '%'
-                   OR lower(u.email) LIKE $2 || '%' THEN 1
-              ELSE 2 END,
-         u.name NULLS LAST, u.id
-LIMIT $3 OFFSET $4
+SELECT id, account_type, name, username, email, root_role, login_attempts, seen_at, created_at
+FROM (
+    (SELECT 0 AS tier, u.* FROM users u
+     WHERE u.account_type = 'User'
+       AND (lower(u.name) = $1 OR lower(u.username) = $1 OR lower(u.email) = $1)
+     ORDER BY u.name, u.id LIMIT $3)
+    UNION ALL
+    (SELECT 1 AS tier, u.* FROM users u
+     WHERE u.account_type = 'User'
+       AND (lower(u.name) LIKE $2 || '%' OR lower(u.username) LIKE $2 || '%'
+            OR lower(u.email) LIKE $2 || '%')
+       AND NOT coalesce(lower(u.name) = $1 OR lower(u.username) = $1 OR lower(u.email) = $1,
+                        false)
+     ORDER BY u.name, u.id LIMIT $3)
+    UNION ALL
+    (SELECT 2 AS tier, u.* FROM users u
+     WHERE u.account_type = 'User'
+       AND (lower(u.name) LIKE '%' || $2 || '%' OR lower(u.username) LIKE '%' || $2 || '%'
+            OR lower(u.email) LIKE '%' || $2 || '%')
+       AND NOT coalesce(lower(u.name) LIKE $2 || '%' OR lower(u.username) LIKE $2 || '%'
+                        OR lower(u.email) LIKE $2 || '%', false)
+     ORDER BY u.name, u.id LIMIT $3)
+) AS found
+ORDER BY tier, name, id
+OFFSET $4 LIMIT $5
 """

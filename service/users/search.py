@@ -45,7 +45,7 @@ async def search_users(request: web.Request) -> web.Response:
         return json_response({"users": [], "rootRoles": []})
     needle = q.lower()
     rows = await request.app[POOL].fetch(
-        queries.SEARCH_USERS, needle, like_escape(needle), limit, offset
+        queries.SEARCH_USERS, needle, like_escape(needle), offset + limit, offset, limit
     )
     users = [queries.user_json(row) for row in rows]
     roles = {row["root_role"] for row in rows}

@@ -168,8 +168,9 @@ def wrk_row(server: str, concurrency: int, seconds: int, pid: int | None, args: 
         concurrency=concurrency,
         requests_per_s=float(rps[1]),
         ok_per_s=float(rps[1]) * (1 - failed / max(int(total[1]), 1)),
-        p50_ms=parse_ms(latency["50"]),
-        p99_ms=parse_ms(latency["99"]),
+        # No distribution when no request finished within wrk's 2 s timeout.
+        p50_ms=parse_ms(latency["50"]) if "50" in latency else float("inf"),
+        p99_ms=parse_ms(latency["99"]) if "99" in latency else float("inf"),
         non_2xx=failed,
         errors=sum(int(x) for x in errors.groups()) if errors else 0,
         peak_rss_mb=round(sampler.peak / 2**20, 1) if pid else None,
@@ -177,8 +178,9 @@ def wrk_row(server: str, concurrency: int, seconds: int, pid: int | None, args: 
 
 
 @contextlib.contextmanager
-def serving_ours() -> Iterator[tuple[str, int]]:
+def serving_ours(env_out: dict[str, str] | None = None) -> Iterator[tuple[str, int]]:
     """Our service as its own process on a fresh embedded PostgreSQL: yields (base URL, pid).
+    `env_out` receives its environment, for CLI commands against the same database.
 
     On the way out it stops the service and runs `verify` on the database it filled.
     """
@@ -190,6 +192,8 @@ def serving_ours() -> Iterator[tuple[str, int]]:
         "LOG_FORMAT": "json",
         "INIT_ADMIN_API_TOKENS": TOKEN,
     }
+    if env_out is not None:
+        env_out.update(env)
     proc = subprocess.Popen(
         [sys.executable, "-m", "service", "serve"],
         cwd=ROOT,

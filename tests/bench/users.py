@@ -1,0 +1,330 @@
+"""Users at scale: import, search at 10k / 100k / 1M users, and deleting 10,000 inactive users.
+
+Work in progress (issue 6): not yet part of `make bench`; needs matplotlib for the plot.
+
+Run with `make bench` (or `.venv/bin/python -m tests.bench.users`; wrk from Debian). Our service
+runs as its own process on a fresh embedded PostgreSQL; `python -m service import-users` loads
+generated users in three steps (10,000, then 100,000, then the rest up to 1,000,000; each file
+timed). After each step wrk searches at concurrency 16 with queries drawn at random from 500
+fragments (3 to 8 characters) of the names and e-mails present, and the plan PostgreSQL chose
+for one of them is recorded. Then 10,000 inactive users are deleted in one request, timed.
+BENCH_USERS=10000,100000 stops earlier; BENCH_SECONDS sets the seconds per search row
+(default 10). With BENCH_REFERENCE=1 the reference server is searched at 10,000 users too.
+Prints markdown tables; JSON in tests/bench/out/users.json; the plot of search latency against
+user count in docs/bench-users-search.png.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from tests.bench.clone import call
+from tests.bench.create import (
+    REFERENCE,
+    REFERENCE_TOKEN,
+    ROOT,
+    TOKEN,
+    Row,
+    serving_ours,
+    serving_reference,
+    wrk_row,
+)
+
+OUT = ROOT / "tests" / "bench" / "out" / "users.json"
+PLOT = ROOT / "docs" / "bench-users-search.png"
+FIRST = [
+    "Ada",
+    "Bela",
+    "Cyra",
+    "Dmitri",
+    "Elin",
+    "Farah",
+    "Goran",
+    "Hana",
+    "Ivo",
+    "Jana",
+    "Kofi",
+    "Lena",
+    "Mateo",
+    "Nia",
+    "Oskar",
+    "Priya",
+    "Quinn",
+    "Rosa",
+    "Sven",
+    "Tariq",
+]
+LUA = """
+local queries = QUERIES
+math.randomseed(os.time())
+function request()
+  local q = queries[math.random(#queries)]
+  return wrk.format("GET", PATH .. "?q=" .. q, HEADERS)
+end
+"""
+
+
+def make_file(directory: Path, start: int, count: int) -> Path:
+    """Users start..start+count: inactive (created 2 years ago, last seen 400 days ago)."""
+    rng = random.Random(start)
+    path = directory / f"users-{start}-{count}.jsonl"
+    with path.open("w") as out:
+        for i in range(start, start + count):
+            first = rng.choice(FIRST)
+            tag = f"{rng.randrange(16**6):06x}"
+            out.write(
+                json.dumps(
+                    {
+                        "email": f"{first.lower()}.{tag}{i}@corp{i % 97}.example.com",
+                        "name": f"{first} {tag.upper()} {i}",
+                        "rootRole": 3,
+                        "createdAt": "2024-11-01T00:00:00Z",
+                        "seenAt": "2025-10-01T00:00:00Z",
+                    }
+                )
+                + "\n"
+            )
+    return path
+
+
+def import_file(env: dict[str, str], path: Path) -> float:
+    started = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "service", "import-users", str(path)],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return time.perf_counter() - started
+
+
+def fragments(env: dict[str, str], count: int = 500) -> list[str]:
+    """Random 3-8 character pieces of what tells people apart: names and the part of e-mails
+    before the `@` (the domain is shared by everyone; `broad` below measures that case)."""
+    rows = psql(
+        env,
+        "SELECT name || ' ' || split_part(email, '@', 1) FROM readmodel.users "
+        "TABLESAMPLE SYSTEM (5) LIMIT 2000",
+    )
+    rng = random.Random(7)
+    out = []
+    for _ in range(count):
+        text = rng.choice(rows)
+        size = rng.randint(3, 8)
+        start = rng.randrange(max(1, len(text) - size))
+        piece = text[start : start + size].strip()
+        if len(piece) >= 3:
+            out.append(piece)
+    return out
+
+
+# Queries that match most users: two characters, and the e-mail domain everyone shares.
+BROAD = ["ad", "an", "30", "e.", "corp", "example", "example.com", "co"]
+
+
+def psql(env: dict[str, str], sql: str) -> list[str]:
+    dsn = subprocess.run(
+        [sys.executable, "-m", "service", "dsn"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    script = (
+        "import asyncio, asyncpg, sys\n"
+        "async def main():\n"
+        "    c = await asyncpg.connect(sys.argv[1])\n"
+        "    for r in await c.fetch(sys.argv[2]): print(r[0])\n"
+        "asyncio.run(main())\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script, dsn, sql], check=True, capture_output=True, text=True
+    ).stdout
+    return out.splitlines()
+
+
+def plan(env: dict[str, str], q: str) -> list[str]:
+    from service.users import queries  # noqa: PLC0415 - the exact query the service runs
+    from service.users.search import like_escape  # noqa: PLC0415
+
+    needle = q.lower().replace("'", "''")
+    sql = (
+        queries.SEARCH_USERS.replace("$1", f"'{needle}'")
+        .replace("$2", f"'{like_escape(needle)}'")
+        .replace("$3", "100")
+        .replace("$4", "0")
+        .replace("$5", "100")
+    )
+    return psql(
+        env,
+        "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) "
+        + sql.replace("FROM users", "FROM readmodel.users"),
+    )
+
+
+def search_row(  # noqa: PLR0917 - one measured row, every knob explicit
+    server: str, base: str, token: str, queries: list[str], seconds: int, pid: int
+) -> Row:
+    quoted = "{" + ", ".join(json.dumps(urllib.parse.quote(q)) for q in queries) + "}"
+    script = (
+        LUA.replace("QUERIES", quoted)
+        .replace("PATH", json.dumps("/api/admin/user-admin/search"))
+        .replace("HEADERS", '{["Authorization"] = "' + token + '"}')
+    )
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as handle:
+        handle.write(script)
+    try:
+        return wrk_row(server, 16, seconds, pid, ["-s", handle.name, base])
+    finally:
+        Path(handle.name).unlink()
+
+
+def delete_inactive(base: str, count: int) -> tuple[float, int]:
+    listed = call(base, TOKEN, "GET", "/api/admin/user-admin/inactive")["inactiveUsers"]
+    ids = [u["id"] for u in listed[:count]]
+    started = time.perf_counter()
+    call(base, TOKEN, "POST", "/api/admin/user-admin/inactive/delete", {"ids": ids})
+    return time.perf_counter() - started, len(ids)
+
+
+def bench_ours(sizes: list[int], seconds: int) -> dict[str, Any]:
+    work = Path(tempfile.mkdtemp(prefix="bench-users-", dir="/tmp"))
+    steps: list[dict[str, Any]] = []
+    try:
+        env: dict[str, str] = {}
+        with serving_ours(env) as (base, pid):
+            have = 0
+            for size in sizes:
+                path = make_file(work, have, size - have)
+                seconds_import = import_file(env, path)
+                path.unlink()
+                queries = fragments(env)
+                row = search_row("ours", base, TOKEN, queries, seconds, pid)
+                broad = search_row("ours", base, TOKEN, BROAD, seconds, pid)
+                steps.append(
+                    {
+                        "broad": asdict(broad),
+                        "broad_plan": plan(env, "example"),
+                        "users": size,
+                        "imported": size - have,
+                        "import_s": round(seconds_import, 1),
+                        "search": asdict(row),
+                        "plan": plan(env, queries[0]),
+                        "sample_q": queries[0],
+                    }
+                )
+                have = size
+                print(
+                    f"{size} users: import {seconds_import:.1f} s, search {row.ok_per_s:.0f}/s "
+                    f"p50 {row.p50_ms} p99 {row.p99_ms} ms",
+                    file=sys.stderr,
+                )
+            delete_s, deleted = delete_inactive(base, 10_000)
+            return {"steps": steps, "delete_s": round(delete_s, 2), "deleted": deleted}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def bench_reference(seconds: int) -> Row:
+    """10,000 users created through the reference's API, then the same kind of search."""
+    with serving_reference() as (base, pid):
+        names = []
+        for i in range(10_000):
+            first = FIRST[i % len(FIRST)]
+            email = f"{first.lower()}.{i:05x}@corp{i % 97}.example.com"
+            call(
+                base,
+                REFERENCE_TOKEN,
+                "POST",
+                "/api/admin/user-admin",
+                {"email": email, "name": f"{first} {i}", "rootRole": 3, "sendEmail": False},
+            )
+            names.append(f"{first} {i} {email}")
+        rng = random.Random(7)
+        queries = []
+        for _ in range(500):
+            text = rng.choice(names)
+            size = rng.randint(3, 8)
+            start = rng.randrange(len(text) - size)
+            queries.append(text[start : start + size].strip() or "ada")
+        return search_row("reference", base, REFERENCE_TOKEN, queries, seconds, pid)
+
+
+def plot(result: dict[str, Any]) -> None:
+    import matplotlib as mpl  # noqa: PLC0415 - only the benchmark needs it
+
+    mpl.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    users = [s["users"] for s in result["steps"]]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for key, label in (("p50_ms", "p50"), ("p99_ms", "p99")):
+        ax.plot(users, [s["search"][key] for s in result["steps"]], marker="o", label=label)
+    ax.axhline(25, color="grey", linestyle="--", linewidth=1, label="p99 target (25 ms)")
+    ax.set_xscale("log")
+    ax.set_xlabel("users")
+    ax.set_ylabel("search latency at concurrency 16 (ms)")
+    ax.set_title("GET /api/admin/user-admin/search")
+    ax.legend()
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(PLOT, dpi=100)
+
+
+def main() -> int:
+    if shutil.which("wrk") is None:
+        print("wrk is needed: apt-get install wrk", file=sys.stderr)
+        return 2
+    seconds = int(os.environ.get("BENCH_SECONDS", "10"))
+    sizes = [int(s) for s in os.environ.get("BENCH_USERS", "10000,110000,1000000").split(",")]
+    reference = os.environ.get("BENCH_REFERENCE") == "1"
+    if reference:
+        subprocess.run(["bash", str(REFERENCE / "stop.sh")], check=False, capture_output=True)
+    result = bench_ours(sizes, seconds)
+    if reference:
+        result["reference"] = asdict(bench_reference(seconds))
+    print(
+        "| users | imported | import s | users/s | searches/s (c16) | p50 ms | p99 ms "
+        "| broad: searches/s | p50 ms | p99 ms |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for s in result["steps"]:
+        r = s["search"]
+        print(
+            f"| {s['users']:,} | {s['imported']:,} | {s['import_s']} | "
+            f"{s['imported'] / s['import_s']:,.0f} | {r['ok_per_s']:,.0f} | {r['p50_ms']:.1f} "
+            f"| {r['p99_ms']:.1f} | {s['broad']['ok_per_s']:,.0f} | {s['broad']['p50_ms']:.1f} "
+            f"| {s['broad']['p99_ms']:.1f} |"
+        )
+    if reference:
+        r = result["reference"]
+        print(
+            f"| 10,000 (reference) | - | - | - | {r['ok_per_s']:,.0f} | {r['p50_ms']:.1f} "
+            f"| {r['p99_ms']:.1f} |"
+        )
+    print(f"\ndeleted {result['deleted']:,} inactive users in one request: {result['delete_s']} s")
+    for s in result["steps"]:
+        print(f"\nplan at {s['users']:,} users (q={s['sample_q']!r}):\n" + "\n".join(s["plan"]))
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps(result, indent=2))
+    plot(result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
