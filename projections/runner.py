@@ -140,7 +140,11 @@ async def replay(conn: Conn) -> int:
             await conn.execute("SET LOCAL search_path = readmodel, public")
             for table in _tables():
                 await conn.execute(f"TRUNCATE readmodel.{table}")
-                copy = f"INSERT INTO readmodel.{table} SELECT * FROM {REPLAY_SCHEMA}.{table}"  # noqa: S608 - our constants
+                columns = ", ".join(await conn.fetchval(STORED_COLUMNS, table))
+                copy = (
+                    f"INSERT INTO readmodel.{table} ({columns}) "  # noqa: S608 - our constants
+                    f"SELECT {columns} FROM {REPLAY_SCHEMA}.{table}"
+                )
                 await conn.execute(copy)
             for projection in ASYNC:
                 await conn.execute(SAVE_CHECKPOINT, projection.name, last)
@@ -148,6 +152,14 @@ async def replay(conn: Conn) -> int:
     finally:
         await conn.execute(f"DROP SCHEMA IF EXISTS {REPLAY_SCHEMA} CASCADE")
         await conn.execute("SELECT pg_advisory_unlock($1)", REPLAY_LOCK)
+
+
+# Columns a copy writes: generated ones (users.search_*) are computed by PostgreSQL.
+STORED_COLUMNS = """
+SELECT array_agg(quote_ident(a.attname) ORDER BY a.attnum) FROM pg_attribute a
+WHERE a.attrelid = ('readmodel.' || quote_ident($1))::regclass
+  AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
+"""
 
 
 def _names() -> list[str]:

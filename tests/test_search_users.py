@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import random
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -9,6 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from service.appkeys import POOL
+from service.users import search as search_module
+from service.users.importer import import_users
 from tests import factories
 from tests.conftest import ADMIN
 from tests.test_features import error
@@ -137,3 +141,103 @@ async def test_any_query_is_answered(client: Client, q: str) -> None:
     assert resp.status == 200
     body = await resp.json()
     assert set(body) == {"users", "rootRoles"}
+
+
+async def test_pages_agree_whether_the_first_names_fill_them_or_not(
+    client: Client, app: web.Application
+) -> None:
+    """Searches are answered from the first 500 people by name when those fill the page, else
+    from the indexes: both must give the order behavior.md asks for."""
+    async with app[POOL].acquire() as conn:
+        for i in range(520):  # early in the alphabet: the first 500 people by name
+            await factories.account(conn, username=f"aa-{i:03d}-{'match' if i % 3 else 'x'}")
+        for i in range(30):  # late: beyond them
+            await factories.account(conn, username=f"zz-{i:03d}-match")
+        await factories.account(conn, username="match")
+        await factories.account(conn, username="match-first")
+    everyone = [u["username"] for u in (await search(client, "match", limit=1000))["users"]]
+    contains = sorted(n for n in everyone if n not in {"match", "match-first"})
+    assert everyone == ["match", "match-first", *contains]
+    assert len(contains) == 346 + 30
+    for limit, offset in ((10, 0), (50, 3), (100, 300), (30, 360)):
+        page = await search(client, "match", limit=limit, offset=offset)
+        assert [u["username"] for u in page["users"]] == everyone[offset : offset + limit]
+    late = [u["username"] for u in (await search(client, "zz-0"))["users"]]
+    assert late == [f"zz-{i:03d}-match" for i in range(30)]
+
+
+def expected_ids(people: list[dict[str, Any]], q: str) -> list[int]:
+    """behavior.md section 5, written out plainly: the reference the service must agree with."""
+    needle = q.strip().lower()
+    ranked = []
+    for person in people:
+        fields = [f.lower() for f in (person["name"], person["username"], person["email"]) if f]
+        if needle in fields:
+            tier = 0
+        elif any(f.startswith(needle) for f in fields):
+            tier = 1
+        elif any(needle in f for f in fields):
+            tier = 2
+        else:
+            continue
+        name = person["name"]
+        ranked.append((tier, name is None, name or "", person["id"]))
+    return [r[3] for r in sorted(ranked)]
+
+
+def crowd(rng: random.Random, count: int) -> list[str]:
+    """People whose names, usernames and e-mails share letters, so every tier is crowded."""
+
+    def word() -> str:
+        return "".join(rng.choice("abc") for _ in range(rng.randint(2, 5)))
+
+    lines = []
+    for i in range(count):
+        line: dict[str, Any] = {"email": f"{word()}.{i}@{rng.choice(['ab', 'cab'])}.io"}
+        if rng.random() < 0.8:
+            line["name"] = f"{word()} {word()}" if rng.random() < 0.5 else word()
+        if rng.random() < 0.4:
+            line["username"] = f"{word()}{i}"
+        lines.append(json.dumps(line))
+    return lines
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    q=st.text("abc. ", min_size=2, max_size=6),
+    limit=st.integers(1, 40),
+    offset=st.integers(0, 60),
+    head=st.sampled_from([3, 25, 1000]),
+    max_walk=st.sampled_from([0, 40, 40_000]),
+)
+async def test_every_way_of_finding_gives_the_defined_order(  # noqa: PLR0917 - drawn inputs
+    client: Client,
+    app: web.Application,
+    monkeypatch: pytest.MonkeyPatch,
+    q: str,
+    limit: int,
+    offset: int,
+    head: int,
+    max_walk: int,
+) -> None:
+    """Whichever way the service takes (the first people by name, a longer walk, the trigram
+    indexes; set small here so 300 people take them all), the page is the definition's."""
+    async with app[POOL].acquire() as conn:
+        if not await conn.fetchval("SELECT count(*) FROM users WHERE email LIKE '%.io'"):
+            await import_users(conn, crowd(random.Random(5), 300), source="crowd")
+            await factories.account(conn, service=True, username="abcab-machine")
+        people = [
+            dict(r)
+            for r in await conn.fetch(
+                "SELECT id, name, username, email FROM users WHERE account_type = 'User'"
+            )
+        ]
+    monkeypatch.setattr(search_module, "HEAD", head)
+    monkeypatch.setattr(search_module, "MAX_WALK", max_walk)
+    want = expected_ids(people, q)
+    if len(q.strip()) < 2:  # behavior.md: too short
+        want = []
+    body = await search(client, q, limit=limit, offset=offset)
+    assert [u["id"] for u in body["users"]] == want[offset : offset + limit]

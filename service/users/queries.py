@@ -119,35 +119,79 @@ WHERE u.id = ANY($2::bigint[]) AND u.id <> $3
 ORDER BY u.id
 FOR UPDATE OF u
 """
-# behavior.md section 5: exact matches first, then prefixes, then the rest; ties by name, then
-# id. $1 the trimmed query lower-cased; $2 the same with \, % and _ escaped for LIKE; $3 how
-# many rows each tier may give (offset + limit), $4 offset, $5 limit. One ordered, limited
-# subquery per tier lets PostgreSQL choose per tier: trigram bitmaps when few users match,
-# a walk of users_search_order when most do (no sort of every match).
-SEARCH_USERS = """
-SELECT id, account_type, name, username, email, root_role, login_attempts, seen_at, created_at
-FROM (
-    (SELECT 0 AS tier, u.* FROM users u
-     WHERE u.account_type = 'User'
-       AND (lower(u.name) = $1 OR lower(u.username) = $1 OR lower(u.email) = $1)
-     ORDER BY u.name, u.id LIMIT $3)
-    UNION ALL
-    (SELECT 1 AS tier, u.* FROM users u
-     WHERE u.account_type = 'User'
-       AND (lower(u.name) LIKE $2 || '%' OR lower(u.username) LIKE $2 || '%'
-            OR lower(u.email) LIKE $2 || '%')
-       AND NOT coalesce(lower(u.name) = $1 OR lower(u.username) = $1 OR lower(u.email) = $1,
-                        false)
-     ORDER BY u.name, u.id LIMIT $3)
-    UNION ALL
-    (SELECT 2 AS tier, u.* FROM users u
-     WHERE u.account_type = 'User'
-       AND (lower(u.name) LIKE '%' || $2 || '%' OR lower(u.username) LIKE '%' || $2 || '%'
-            OR lower(u.email) LIKE '%' || $2 || '%')
-       AND NOT coalesce(lower(u.name) LIKE $2 || '%' OR lower(u.username) LIKE $2 || '%'
-                        OR lower(u.email) LIKE $2 || '%', false)
-     ORDER BY u.name, u.id LIMIT $3)
-) AS found
-ORDER BY tier, name, id
-OFFSET $4 LIMIT $5
+# behavior.md section 5: exact matches, then prefixes, then other substrings; ties by name, then
+# id. How the three are found is explained in service/users/search.py. The parameters: $1 the
+# query lower-cased, $2 the same with \\, % and _ escaped for LIKE, $3 the rows wanted (offset +
+# limit), then per statement as noted.
+_REST_MATCH = """
+(w.search_name LIKE '%' || $2 || '%' OR w.search_username LIKE '%' || $2 || '%'
+ OR w.search_email LIKE '%' || $2 || '%')
+AND NOT coalesce(w.search_name LIKE $2 || '%' OR w.search_username LIKE $2 || '%'
+                 OR w.search_email LIKE $2 || '%', false)
+"""
+# Exact matches, prefix matches (not exact), and the third tier among the first $4 people by
+# name (with how many people that was, and the table's estimated size). $5 and $6: the range of
+# the three-character group keys the prefixes fall in (KEY below).
+_SEARCH_FIRST = """
+WITH exact AS (
+    SELECT u.id, u.name FROM users u
+    WHERE u.account_type = 'User'
+      AND (u.search_name COLLATE "C" = $1 OR u.search_username COLLATE "C" = $1
+           OR u.search_email COLLATE "C" = $1)
+    ORDER BY u.name || '', u.id LIMIT $3
+), prefix AS (
+    SELECT p.id FROM (
+        (SELECT u.id, u.name FROM users u
+         WHERE u.account_type = 'User' AND substr(u.search_name, 1, 3) COLLATE "C" KEY
+           AND u.search_name LIKE $2 || '%'
+         ORDER BY u.name, u.id LIMIT $3)
+        UNION
+        (SELECT u.id, u.name FROM users u
+         WHERE u.account_type = 'User' AND u.search_username IS NOT NULL
+           AND substr(u.search_username, 1, 3) COLLATE "C" KEY
+           AND u.search_username LIKE $2 || '%'
+         ORDER BY u.name, u.id LIMIT $3)
+        UNION
+        (SELECT u.id, u.name FROM users u
+         WHERE u.account_type = 'User' AND u.search_email IS NOT NULL
+           AND substr(u.search_email, 1, 3) COLLATE "C" KEY
+           AND u.search_email LIKE $2 || '%'
+         ORDER BY u.name, u.id LIMIT $3)
+    ) p
+    WHERE p.id NOT IN (SELECT e.id FROM exact e)
+    ORDER BY p.name, p.id LIMIT $3
+), head AS (
+    SELECT count(*) AS walked,
+           (array_agg(w.id ORDER BY w.name, w.id) FILTER (WHERE REST_MATCH))[1:$3] AS ids
+    FROM (SELECT u.id, u.name, u.search_name, u.search_username, u.search_email FROM users u
+          WHERE u.account_type = 'User' ORDER BY u.name, u.id LIMIT $4) w
+)
+SELECT array(SELECT e.id FROM exact e ORDER BY e.name || '', e.id) AS exact,
+       array(SELECT p.id FROM prefix p) AS prefix,
+       coalesce(h.ids, '{}') AS rest, h.walked,
+       (SELECT c.reltuples FROM pg_class c WHERE c.oid = 'users'::regclass)::bigint AS users
+FROM head h
+""".replace("REST_MATCH", _REST_MATCH)
+# A query of three characters or more: its prefixes are in one group, already in name order.
+SEARCH_FIRST_LONG = _SEARCH_FIRST.replace("KEY", "= $5 AND $6::text IS NOT NULL")
+# Two characters: a range of groups (the query, and it followed by any one character).
+SEARCH_FIRST_SHORT = _SEARCH_FIRST.replace("KEY", "BETWEEN $5 AND $6")
+# The third tier by walking people in name order, at most $4 of them.
+SEARCH_REST_WALK = """
+SELECT w.id FROM (SELECT u.id, u.name, u.search_name, u.search_username, u.search_email
+                  FROM users u WHERE u.account_type = 'User' ORDER BY u.name, u.id LIMIT $4) w
+WHERE REST_MATCH AND $1::text IS NOT NULL
+ORDER BY w.name, w.id LIMIT $3
+""".replace("REST_MATCH", _REST_MATCH)
+# The third tier from the trigram indexes: every match, sorted (`name || ''` keeps the planner
+# from walking the name order instead, which it may think cheaper and is not when few match).
+SEARCH_REST_INDEXED = """
+SELECT w.id FROM users w
+WHERE w.account_type = 'User' AND REST_MATCH AND $1::text IS NOT NULL
+ORDER BY w.name || '', w.id LIMIT $3
+""".replace("REST_MATCH", _REST_MATCH)
+SEARCH_ROWS = """
+SELECT u.id, u.account_type, u.name, u.username, u.email, u.root_role, u.login_attempts,
+       u.seen_at, u.created_at
+FROM users u WHERE u.id = ANY($1::bigint[])
 """

@@ -1,7 +1,23 @@
-"""Operation 5 of spec.md (behavior.md section 5): search users by name, username and e-mail."""
+"""Operation 5 of spec.md (behavior.md section 5): search users by name, username and e-mail.
+
+Results come in three tiers (exact, prefix, other substring), each in name-then-id order, and
+only the first `offset + limit` are wanted. Sorting every match is what makes a broad search slow
+at a million users, and PostgreSQL cannot tell a broad search from a narrow one (its estimates for
+`LIKE '%x%'` are guesses), so the order of work is chosen here:
+
+1. One statement answers the common case: exact matches (equality indexes); prefix matches from
+   indexes grouped by the field's first three characters and ordered by name inside a group, so
+   the first page is read in order and nothing is sorted; and third-tier matches among the
+   first HEAD people in name order.
+2. If those fill the page, or HEAD was everyone, that is the answer. Otherwise the share of
+   matches among the first HEAD people estimates how far a walk in name order must go to fill
+   the page. A short walk is taken (bounded; should it fall short, step 3). A long one is
+   not: the matches are few, and the trigram indexes find them all, to be sorted.
+"""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Final
 
 from service import auth
@@ -13,9 +29,18 @@ from service.users import queries
 if TYPE_CHECKING:
     from aiohttp import web
 
+    from service.db import Conn
+
 MIN_QUERY: Final = 2
 DEFAULT_LIMIT: Final = 100
 MAX_LIMIT: Final = 1000
+HEAD: Final = 1000  # people walked in name order by the first statement
+# The longest walk worth taking rather than sorting every match: walking a person costs about a
+# tenth of what fetching and checking a trigram match does (measured at 1,000,000 users: 40,000
+# people walked in 5 ms), so past this many the matches are few enough to sort.
+MAX_WALK: Final = 40_000
+GROUP_KEY: Final = 3  # characters: the prefix indexes group people by this much of a field
+LAST_CHARACTER: Final = "\U0010ffff"
 
 
 def like_escape(text: str) -> str:
@@ -43,13 +68,50 @@ async def search_users(request: web.Request) -> web.Response:
         return json_response({"users": [], "rootRoles": queries.root_roles_json()})
     if "\x00" in q:  # no stored text holds NUL (and PostgreSQL text cannot)
         return json_response({"users": [], "rootRoles": []})
-    needle = q.lower()
-    rows = await request.app[POOL].fetch(
-        queries.SEARCH_USERS, needle, like_escape(needle), offset + limit, offset, limit
-    )
-    users = [queries.user_json(row) for row in rows]
-    roles = {row["root_role"] for row in rows}
+    async with request.app[POOL].acquire() as conn:
+        ids = (await find(conn, q.lower(), offset + limit))[offset:]
+        rows = await conn.fetch(queries.SEARCH_ROWS, ids) if ids else []
+    by_id = {row["id"]: row for row in rows}
+    found = [by_id[i] for i in ids if i in by_id]
+    users = [queries.user_json(row) for row in found]
+    roles = {row["root_role"] for row in found}
     return json_response({"users": users, "rootRoles": queries.root_roles_json(roles)})
+
+
+async def find(conn: Conn, needle: str, wanted: int) -> list[int]:
+    """The ids of the first `wanted` users matching needle (lower-cased), in result order."""
+    pattern = like_escape(needle)
+    if len(needle) >= GROUP_KEY:
+        key = needle[:GROUP_KEY]
+        first = await conn.fetchrow(
+            queries.SEARCH_FIRST_LONG, needle, pattern, wanted, HEAD, key, key
+        )
+    else:
+        first = await conn.fetchrow(
+            queries.SEARCH_FIRST_SHORT,
+            needle,
+            pattern,
+            wanted,
+            HEAD,
+            needle,
+            needle + LAST_CHARACTER,
+        )
+    assert first is not None  # one row, always
+    ids: list[int] = [*first["exact"], *first["prefix"]][:wanted]
+    missing = wanted - len(ids)
+    rest: list[int] = first["rest"]
+    if missing <= 0 or len(rest) >= missing or first["walked"] < HEAD:
+        return ids + rest[:missing]
+    share = max(len(rest), 0.5) / HEAD
+    walk = missing / share  # people to walk, expected
+    if walk <= MAX_WALK:
+        found = await conn.fetch(
+            queries.SEARCH_REST_WALK, needle, pattern, missing, math.ceil(3 * walk)
+        )
+        if len(found) == missing:
+            return ids + [row["id"] for row in found]
+    found = await conn.fetch(queries.SEARCH_REST_INDEXED, needle, pattern, missing)
+    return ids + [row["id"] for row in found]
 
 
 ROUTES = [Route("GET", "/api/admin/user-admin/search", search_users, auth.READ)]
