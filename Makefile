@@ -34,10 +34,12 @@ fmt: install
 # Benchmarks (not part of `make test`). The HTTP ones need wrk: apt-get install wrk.
 # BENCH_REFERENCE=1 also measures the reference server (../shared/reference/setup.sh).
 bench: install
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
 	$(BIN)/python -m tests.bench.append
 	$(BIN)/python -m tests.bench.create
 	$(BIN)/python -m tests.bench.clone
 	$(BIN)/python -m tests.bench.tokens
+	$(BIN)/python -m tests.bench.users
 
 clean:
 	rm -rf $(VENV) .data .pytest_cache .mypy_cache .ruff_cache

@@ -189,7 +189,9 @@ def embedded_postgres(data_dir: Path) -> Iterator[str]:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
         raise
     try:
-        _ensure_database(server)
+        if _ensure_database(server) and _tune(server):
+            server.cleanup()  # the new database is ours alone: restart with the settings
+            server = module.get_server(pgdata, cleanup_mode="stop")
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
         yield server.get_uri(DATABASE_NAME)
     finally:
@@ -199,11 +201,30 @@ def embedded_postgres(data_dir: Path) -> Iterator[str]:
         server.cleanup()
 
 
-def _ensure_database(server: Any) -> None:
+def _ensure_database(server: Any) -> bool:
+    """Create the service's database unless it exists; True if it was created."""
     query = f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE_NAME}';"  # noqa: S608 - constant
     exists = server.psql(query)
-    if "(1 row)" not in exists:
-        server.psql(f"CREATE DATABASE {DATABASE_NAME};")
+    if "(1 row)" in exists:
+        return False
+    server.psql(f"CREATE DATABASE {DATABASE_NAME};")
+    return True
+
+
+def shared_buffers_mb() -> int:
+    """PostgreSQL's page cache for the embedded server: an eighth of the machine's memory, at
+    least PostgreSQL's default (128 MB) and at most 1 GB. Its default is sized for any machine;
+    with a million users, search reads about 800 MB of table and indexes, and every page that
+    misses the cache is copied in from the kernel's (measured: p99 of search at 1,000,000
+    users 246 ms with 128 MB, 48 ms with 1 GB)."""
+    memory_mb = psutil.virtual_memory().total // 2**20
+    return max(128, min(1024, memory_mb // 8))
+
+
+def _tune(server: Any) -> bool:
+    """Settings for a new embedded server (they take effect at its next start)."""
+    server.psql(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers_mb()}MB';")
+    return shared_buffers_mb() != 128
 
 
 def running_embedded_dsn(data_dir: Path) -> str:

@@ -129,9 +129,9 @@ _REST_MATCH = """
 AND NOT coalesce(w.search_name LIKE $2 || '%' OR w.search_username LIKE $2 || '%'
                  OR w.search_email LIKE $2 || '%', false)
 """
-# Exact matches, prefix matches (not exact), and the third tier among the first $4 people by
-# name (with how many people that was, and the table's estimated size). $5 and $6: the range of
-# the three-character group keys the prefixes fall in (KEY below).
+# Exact matches, prefix matches (not exact), and, unless those fill the page, the third tier
+# among the first $4 people by name (with how many people that was, and the table's estimated
+# size). $5 and $6: the range of three-character group keys the prefixes fall in (_first).
 _SEARCH_FIRST = """
 WITH exact AS (
     SELECT u.id, u.name FROM users u
@@ -142,20 +142,17 @@ WITH exact AS (
 ), prefix AS (
     SELECT p.id FROM (
         (SELECT u.id, u.name FROM users u
-         WHERE u.account_type = 'User' AND substr(u.search_name, 1, 3) COLLATE "C" KEY
-           AND u.search_name LIKE $2 || '%'
+         WHERE u.account_type = 'User' AND PREFIX(search_name)
          ORDER BY u.name, u.id LIMIT $3)
         UNION
         (SELECT u.id, u.name FROM users u
          WHERE u.account_type = 'User' AND u.search_username IS NOT NULL
-           AND substr(u.search_username, 1, 3) COLLATE "C" KEY
-           AND u.search_username LIKE $2 || '%'
+           AND PREFIX(search_username)
          ORDER BY u.name, u.id LIMIT $3)
         UNION
         (SELECT u.id, u.name FROM users u
          WHERE u.account_type = 'User' AND u.search_email IS NOT NULL
-           AND substr(u.search_email, 1, 3) COLLATE "C" KEY
-           AND u.search_email LIKE $2 || '%'
+           AND PREFIX(search_email)
          ORDER BY u.name, u.id LIMIT $3)
     ) p
     WHERE p.id NOT IN (SELECT e.id FROM exact e)
@@ -164,7 +161,9 @@ WITH exact AS (
     SELECT count(*) AS walked,
            (array_agg(w.id ORDER BY w.name, w.id) FILTER (WHERE REST_MATCH))[1:$3] AS ids
     FROM (SELECT u.id, u.name, u.search_name, u.search_username, u.search_email FROM users u
-          WHERE u.account_type = 'User' ORDER BY u.name, u.id LIMIT $4) w
+          WHERE u.account_type = 'User' ORDER BY u.name, u.id
+          LIMIT CASE WHEN (SELECT count(*) FROM exact) + (SELECT count(*) FROM prefix) >= $3
+                     THEN 0 ELSE $4 END) w
 )
 SELECT array(SELECT e.id FROM exact e ORDER BY e.name || '', e.id) AS exact,
        array(SELECT p.id FROM prefix p) AS prefix,
@@ -172,10 +171,25 @@ SELECT array(SELECT e.id FROM exact e ORDER BY e.name || '', e.id) AS exact,
        (SELECT c.reltuples FROM pg_class c WHERE c.oid = 'users'::regclass)::bigint AS users
 FROM head h
 """.replace("REST_MATCH", _REST_MATCH)
-# A query of three characters or more: its prefixes are in one group, already in name order.
-SEARCH_FIRST_LONG = _SEARCH_FIRST.replace("KEY", "= $5 AND $6::text IS NOT NULL")
+
+
+def _first(prefix: str) -> str:
+    """_SEARCH_FIRST with the prefix condition on each field (`F` stands for the field)."""
+    out = _SEARCH_FIRST
+    for field in ("search_name", "search_username", "search_email"):
+        out = out.replace(f"PREFIX({field})", prefix.replace("F", f"u.{field}"))
+    return out
+
+
+# Three characters: the prefixes are one group, in name order ($6 is the same key, unused).
+SEARCH_FIRST_THREE = _first("""substr(F, 1, 3) COLLATE "C" = $5 AND $6::text IS NOT NULL""")
+# More: one group, and in it those that go on like the query. (When few go on, PostgreSQL may
+# prefer the equality index's range and a sort; both are quick.)
+SEARCH_FIRST_LONG = _first("""substr(F, 1, 3) COLLATE "C" = $5 AND F LIKE $2 || '%'
+           AND $6::text IS NOT NULL""")
 # Two characters: a range of groups (the query, and it followed by any one character).
-SEARCH_FIRST_SHORT = _SEARCH_FIRST.replace("KEY", "BETWEEN $5 AND $6")
+SEARCH_FIRST_SHORT = _first("""substr(F, 1, 3) COLLATE "C" BETWEEN $5 AND $6
+           AND F LIKE $2 || '%'""")
 # The third tier by walking people in name order, at most $4 of them.
 SEARCH_REST_WALK = """
 SELECT w.id FROM (SELECT u.id, u.name, u.search_name, u.search_username, u.search_email
