@@ -112,12 +112,13 @@ async def find(conn: Conn, needle: str, wanted: int) -> list[int]:
     everyone = max(first["users"], first["walked"])
     indexed = MATCH_COST * everyone * max(share, WEAK_SHARE if weak(needle) else 0)
     if walk < indexed:
-        found = await conn.fetch(
-            queries.SEARCH_REST_WALK, needle, pattern, missing, math.ceil(WALK_SLACK * walk)
-        )
-        if len(found) == missing:
+        # Near everyone anyway: walk to the end (LIMIT NULL), and the result is complete.
+        bound = None if WALK_SLACK * walk >= everyone else math.ceil(WALK_SLACK * walk)
+        found = await conn.fetch(queries.SEARCH_REST_WALK, needle, pattern, missing, bound)
+        if len(found) == missing or bound is None:
             return ids + [row["id"] for row in found]
-    found = await conn.fetch(queries.SEARCH_REST_INDEXED, needle, pattern, missing)
+    emails = not any(c.isspace() for c in needle)  # an e-mail holds no space (domain.py)
+    found = await conn.fetch(queries.SEARCH_REST_INDEXED, needle, pattern, missing, emails)
     return ids + [row["id"] for row in found]
 
 
