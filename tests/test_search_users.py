@@ -94,6 +94,22 @@ async def test_unicode_and_case(client: Client) -> None:
     assert names(await search(client, "前テ")) == ["名前テスト"]
 
 
+@pytest.mark.parametrize(
+    ("name", "queries"),
+    [
+        # Python's lower() turns a final sigma into ς and İ into i + a dot; PostgreSQL does not
+        ("ΣΊΣΥΦΟΣ Ὀδυσσεύς", ["ΣΊΣΥΦΟΣ", "ΣΊΣΥΦΟΣ Ὀδυσσεύς", "σίσυφοσ", "ΣΊΣ", "ΟΣ Ὀ"]),
+        ("İstanbul Iğd\u0131r", ["İstanbul", "İSTANBUL", "istanbul", "İst", "İs"]),
+    ],
+)
+async def test_the_name_as_written_finds_itself(
+    client: Client, name: str, queries: list[str]
+) -> None:
+    await create_user(client, {"name": name, "email": "odysseus@example.com"})
+    for q in queries:
+        assert names(await search(client, q)) == [name], q
+
+
 async def test_only_regular_active_users(client: Client, app: web.Application) -> None:
     await create_user(client, {"name": "findme person", "email": "p1@example.com"})
     gone = await create_user(client, {"name": "findme gone", "email": "p2@example.com"})

@@ -120,24 +120,34 @@ ORDER BY u.id
 FOR UPDATE OF u
 """
 # behavior.md section 5: exact matches, then prefixes, then other substrings; ties by name, then
-# id. How the three are found is explained in service/users/search.py. The parameters: $1 the
-# query lower-cased, $2 the same with \\, % and _ escaped for LIKE, $3 the rows wanted (offset +
-# limit), then per statement as noted.
+# id. How the three are found is explained in service/users/search.py. The first statement
+# takes the query as sent (trimmed) as $1 and $2: PostgreSQL lower-cases it (NEEDLE), as it did
+# the stored fields (Python's lower() differs for some letters: final sigma, dotted I), and
+# escapes \\, % and _ for LIKE (PATTERN); it returns the lower-cased query, which the others
+# take as $1 and, escaped, as $2. $3 the rows wanted (offset + limit); then as noted.
+_NEEDLE = "lower($1)"
+_PATTERN = r"""replace(replace(replace(lower($2), '\', '\\'), '%', '\%'), '_', '\_')"""
+
+
+def _lowered(sql: str) -> str:
+    return sql.replace("NEEDLE", _NEEDLE).replace("PATTERN", _PATTERN)
+
+
 _REST_MATCH = """
-(w.search_name LIKE '%' || $2 || '%' OR w.search_username LIKE '%' || $2 || '%'
- OR w.search_email LIKE '%' || $2 || '%')
-AND NOT coalesce(w.search_name LIKE $2 || '%' OR w.search_username LIKE $2 || '%'
-                 OR w.search_email LIKE $2 || '%', false)
+(w.search_name LIKE '%' || PATTERN || '%' OR w.search_username LIKE '%' || PATTERN || '%'
+ OR w.search_email LIKE '%' || PATTERN || '%')
+AND NOT coalesce(w.search_name LIKE PATTERN || '%' OR w.search_username LIKE PATTERN || '%'
+                 OR w.search_email LIKE PATTERN || '%', false)
 """
 # Exact matches, prefix matches (not exact), and, unless those fill the page, the third tier
 # among the first $4 people by name (with how many people that was, and the table's estimated
-# size). $5 and $6: the range of three-character group keys the prefixes fall in (_first).
+# size). $5 and $6: what the three-character group keys of the prefixes are (_first).
 _SEARCH_FIRST = """
 WITH exact AS (
     SELECT u.id, u.name FROM users u
     WHERE u.account_type = 'User'
-      AND (u.search_name COLLATE "C" = $1 OR u.search_username COLLATE "C" = $1
-           OR u.search_email COLLATE "C" = $1)
+      AND (u.search_name COLLATE "C" = NEEDLE OR u.search_username COLLATE "C" = NEEDLE
+           OR u.search_email COLLATE "C" = NEEDLE)
     ORDER BY u.name || '', u.id LIMIT $3
 ), prefix AS (
     SELECT p.id FROM (
@@ -165,7 +175,8 @@ WITH exact AS (
           LIMIT CASE WHEN (SELECT count(*) FROM exact) + (SELECT count(*) FROM prefix) >= $3
                      THEN 0 ELSE $4 END) w
 )
-SELECT array(SELECT e.id FROM exact e ORDER BY e.name || '', e.id) AS exact,
+SELECT NEEDLE AS needle,
+       array(SELECT e.id FROM exact e ORDER BY e.name || '', e.id) AS exact,
        array(SELECT p.id FROM prefix p) AS prefix,
        coalesce(h.ids, '{}') AS rest, h.walked,
        (SELECT c.reltuples FROM pg_class c WHERE c.oid = 'users'::regclass)::bigint AS users
@@ -178,25 +189,28 @@ def _first(prefix: str) -> str:
     out = _SEARCH_FIRST
     for field in ("search_name", "search_username", "search_email"):
         out = out.replace(f"PREFIX({field})", prefix.replace("F", f"u.{field}"))
-    return out
+    return _lowered(out)
 
 
-# Three characters: the prefixes are one group, in name order ($6 is the same key, unused).
-SEARCH_FIRST_THREE = _first("""substr(F, 1, 3) COLLATE "C" = $5 AND $6::text IS NOT NULL""")
+# Three characters: the prefixes are one group, in name order ($5 the query; $6 unused).
+SEARCH_FIRST_THREE = _first(
+    """substr(F, 1, 3) COLLATE "C" = substr(lower($5), 1, 3) AND $6::text IS NOT NULL"""
+)
 # More: one group, and in it those that go on like the query. (When few go on, PostgreSQL may
 # prefer the equality index's range and a sort; both are quick.)
-SEARCH_FIRST_LONG = _first("""substr(F, 1, 3) COLLATE "C" = $5 AND F LIKE $2 || '%'
-           AND $6::text IS NOT NULL""")
+SEARCH_FIRST_LONG = _first("""substr(F, 1, 3) COLLATE "C" = substr(lower($5), 1, 3)
+           AND F LIKE PATTERN || '%' AND $6::text IS NOT NULL""")
 # Two characters: a range of groups (the query, and it followed by any one character).
-SEARCH_FIRST_SHORT = _first("""substr(F, 1, 3) COLLATE "C" BETWEEN $5 AND $6
-           AND F LIKE $2 || '%'""")
+SEARCH_FIRST_SHORT = _first("""substr(F, 1, 3) COLLATE "C" BETWEEN lower($5) AND lower($6)
+           AND F LIKE PATTERN || '%'""")
 # The third tier by walking people in name order, at most $4 of them.
 SEARCH_REST_WALK = """
 SELECT w.id FROM (SELECT u.id, u.name, u.search_name, u.search_username, u.search_email
                   FROM users u WHERE u.account_type = 'User' ORDER BY u.name, u.id LIMIT $4) w
 WHERE REST_MATCH AND $1::text IS NOT NULL
 ORDER BY w.name, w.id LIMIT $3
-""".replace("REST_MATCH", _REST_MATCH)
+"""
+SEARCH_REST_WALK = SEARCH_REST_WALK.replace("REST_MATCH", _REST_MATCH).replace("PATTERN", "$2")
 # The third tier from the trigram indexes: every match, sorted (`name || ''` keeps the planner
 # from walking the name order instead, which it may think cheaper and is not when few match).
 # $4 false when no e-mail can match (the query holds a space): the plan then leaves the e-mail

@@ -74,7 +74,7 @@ async def search_users(request: web.Request) -> web.Response:
     if "\x00" in q:  # no stored text holds NUL (and PostgreSQL text cannot)
         return json_response({"users": [], "rootRoles": []})
     async with request.app[POOL].acquire() as conn:
-        ids = (await find(conn, q.lower(), offset + limit))[offset:]
+        ids = (await find(conn, q, offset + limit))[offset:]
         rows = await conn.fetch(queries.SEARCH_ROWS, ids) if ids else []
     by_id = {row["id"]: row for row in rows}
     found = [by_id[i] for i in ids if i in by_id]
@@ -83,41 +83,42 @@ async def search_users(request: web.Request) -> web.Response:
     return json_response({"users": users, "rootRoles": queries.root_roles_json(roles)})
 
 
-def weak(needle: str) -> bool:
+def weak(q: str) -> bool:
     """No piece of three letters or digits, and some piece of one (the trigram index keys on
     whole words: `a` next to a space stands for every word that starts or ends with it)."""
-    pieces = [len(piece) for piece in WORD_BREAK.split(needle) if piece]
+    pieces = [len(piece) for piece in WORD_BREAK.split(q) if piece]
     return len(pieces) > 1 and max(pieces) < GROUP_KEY and min(pieces) == 1
 
 
-async def find(conn: Conn, needle: str, wanted: int) -> list[int]:
-    """The ids of the first `wanted` users matching needle (lower-cased), in result order."""
-    pattern = like_escape(needle)
-    if len(needle) >= GROUP_KEY:
-        key = needle[:GROUP_KEY]
-        sql = queries.SEARCH_FIRST_THREE if needle == key else queries.SEARCH_FIRST_LONG
-        first = await conn.fetchrow(sql, needle, pattern, wanted, HEAD, key, key)
+async def find(conn: Conn, q: str, wanted: int) -> list[int]:
+    """The ids of the first `wanted` users matching q (trimmed), in result order. PostgreSQL
+    lower-cases q, one character for one (so its length is known here)."""
+    if len(q) < GROUP_KEY:  # two characters: a range of groups
+        sql, last = queries.SEARCH_FIRST_SHORT, q + LAST_CHARACTER
+    elif len(q) == GROUP_KEY and q.isascii():  # one group (ASCII: surely three when lowered)
+        sql, last = queries.SEARCH_FIRST_THREE, q
     else:
-        last = needle + LAST_CHARACTER
-        sql = queries.SEARCH_FIRST_SHORT
-        first = await conn.fetchrow(sql, needle, pattern, wanted, HEAD, needle, last)
+        sql, last = queries.SEARCH_FIRST_LONG, q
+    first = await conn.fetchrow(sql, q, q, wanted, HEAD, q, last)
     assert first is not None  # one row, always
     ids: list[int] = [*first["exact"], *first["prefix"]][:wanted]
     missing = wanted - len(ids)
     rest: list[int] = first["rest"]
     if missing <= 0 or len(rest) >= missing or first["walked"] < HEAD:
         return ids + rest[:missing]
+    needle: str = first["needle"]
+    pattern = like_escape(needle)
     share = max(len(rest), 0.5) / HEAD
     walk = missing / share  # people to walk, expected
     everyone = max(first["users"], first["walked"])
-    indexed = MATCH_COST * everyone * max(share, WEAK_SHARE if weak(needle) else 0)
+    indexed = MATCH_COST * everyone * max(share, WEAK_SHARE if weak(q) else 0)
     if walk < indexed:
         # Near everyone anyway: walk to the end (LIMIT NULL), and the result is complete.
         bound = None if WALK_SLACK * walk >= everyone else math.ceil(WALK_SLACK * walk)
         found = await conn.fetch(queries.SEARCH_REST_WALK, needle, pattern, missing, bound)
         if len(found) == missing or bound is None:
             return ids + [row["id"] for row in found]
-    emails = not any(c.isspace() for c in needle)  # an e-mail holds no space (domain.py)
+    emails = not any(c.isspace() for c in q)  # an e-mail holds no space (domain.py)
     found = await conn.fetch(queries.SEARCH_REST_INDEXED, needle, pattern, missing, emails)
     return ids + [row["id"] for row in found]
 

@@ -221,20 +221,24 @@ def plan(env: dict[str, str], q: str) -> list[str]:
     first people by name), and for the trigram fallback of tier 3."""
     from service.users import queries, search  # noqa: PLC0415 - the exact SQL the service runs
 
-    needle = q.strip().lower()
-    pattern = search.like_escape(needle)
+    q = q.strip()
 
     def literal(text: str) -> str:
         return "'" + text.replace("'", "''") + "'"
 
-    if len(needle) >= search.GROUP_KEY:
-        first, low, high = queries.SEARCH_FIRST_LONG, needle[:3], needle[:3]
+    if len(q) < search.GROUP_KEY:
+        first, last = queries.SEARCH_FIRST_SHORT, q + search.LAST_CHARACTER
+    elif len(q) == search.GROUP_KEY and q.isascii():
+        first, last = queries.SEARCH_FIRST_THREE, q
     else:
-        first, low, high = queries.SEARCH_FIRST_SHORT, needle, needle + search.LAST_CHARACTER
-    values = {"$1": literal(needle), "$2": literal(pattern), "$3": "100", "$4": str(search.HEAD)}
-    values |= {"$5": literal(low), "$6": literal(high)}
+        first, last = queries.SEARCH_FIRST_LONG, q
+    common = {"$1": literal(q), "$2": literal(q), "$3": "100"}
+    statements = [
+        (first, common | {"$4": str(search.HEAD), "$5": literal(q), "$6": literal(last)}),
+        (queries.SEARCH_REST_INDEXED, common | {"$4": "true"}),
+    ]
     out = []
-    for statement in (first, queries.SEARCH_REST_INDEXED):
+    for statement, values in statements:
         sql = statement
         for key in sorted(values, reverse=True):
             sql = sql.replace(key, values[key])
