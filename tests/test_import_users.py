@@ -80,6 +80,12 @@ async def test_bad_lines_say_why(
     assert await count(conn) == 0
 
 
+async def test_a_byte_order_mark_is_not_part_of_the_first_line(conn: asyncpg.Connection) -> None:
+    lines = ["\ufeff" + line(email="bom@example.com"), line(email="next@example.com")]
+    report = await importer.import_users(conn, lines, source="x")
+    assert (report.imported, report.bad_lines) == (2, [])
+
+
 async def test_duplicates_within_a_file_and_against_existing_users(
     conn: asyncpg.Connection,
 ) -> None:

@@ -91,6 +91,8 @@ async def import_users(conn: Conn, lines: TextIO | Iterable[str], *, source: str
     report = ImportReport()
     batch: list[tuple[int, str]] = []
     for number, text in enumerate(lines, start=1):
+        if number == 1:
+            text = text.removeprefix("\ufeff")  # noqa: PLW2901 - a byte order mark (Windows tools)
         if text.strip():
             batch.append((number, text))
         if len(batch) == BATCH:

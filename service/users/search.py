@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 MIN_QUERY: Final = 2
 DEFAULT_LIMIT: Final = 100
 MAX_LIMIT: Final = 1000
+MAX_DIGITS: Final = 9  # limit and offset
 HEAD: Final = 1000  # people walked in name order by the first statement
 # What finding and checking one trigram match costs, in people walked in name order (measured at
 # 1,000,000 users: 40,000 people walked in 5 ms, 5,000 trigram matches sorted in 6 ms).
@@ -57,8 +58,10 @@ def _int_param(request: web.Request, name: str, default: int, low: int) -> int:
     raw = request.query.get(name)
     if raw is None or raw == "":
         return default
-    if not (raw.isascii() and raw.isdigit()) or len(raw) > 9:
-        raise ValidationError(f"{name} must be a whole number >= {low} - at `{name}`")
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > MAX_DIGITS:
+        raise ValidationError(
+            f"{name} must be a whole number >= {low} of at most {MAX_DIGITS} digits - at `{name}`"
+        )
     value = int(raw)
     if value < low:
         raise ValidationError(f"{name} must be a whole number >= {low} - at `{name}`")
