@@ -223,8 +223,9 @@ def shared_buffers_mb() -> int:
 
 def _tune(server: Any) -> bool:
     """Settings for a new embedded server (they take effect at its next start)."""
-    server.psql(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers_mb()}MB';")
-    return shared_buffers_mb() != 128
+    megabytes = shared_buffers_mb()
+    server.psql(f"ALTER SYSTEM SET shared_buffers = '{megabytes}MB';")
+    return megabytes != 128
 
 
 def running_embedded_dsn(data_dir: Path) -> str:

@@ -123,8 +123,8 @@ FOR UPDATE OF u
 # id. How the three are found is explained in service/users/search.py. The first statement
 # takes the query as sent (trimmed) as $1 and $2: PostgreSQL lower-cases it (NEEDLE), as it did
 # the stored fields (Python's lower() differs for some letters: final sigma, dotted I), and
-# escapes \\, % and _ for LIKE (PATTERN); it returns the lower-cased query, which the others
-# take as $1 and, escaped, as $2. $3 the rows wanted (offset + limit); then as noted.
+# escapes \\, % and _ for LIKE (PATTERN); it returns that pattern, which the others take as $1.
+# $3 (first statement) or $2 (the others): the rows wanted (offset + limit); then as noted.
 _NEEDLE = "lower($1)"
 _PATTERN = r"""replace(replace(replace(lower($2), '\', '\\'), '%', '\%'), '_', '\_')"""
 
@@ -175,7 +175,7 @@ WITH exact AS (
           LIMIT CASE WHEN (SELECT count(*) FROM exact) + (SELECT count(*) FROM prefix) >= $3
                      THEN 0 ELSE $4 END) w
 )
-SELECT NEEDLE AS needle,
+SELECT PATTERN AS pattern,
        array(SELECT e.id FROM exact e ORDER BY e.name || '', e.id) AS exact,
        array(SELECT p.id FROM prefix p) AS prefix,
        coalesce(h.ids, '{}') AS rest, h.walked,
@@ -203,26 +203,25 @@ SEARCH_FIRST_LONG = _first("""substr(F, 1, 3) COLLATE "C" = substr(lower($5), 1,
 # Two characters: a range of groups (the query, and it followed by any one character).
 SEARCH_FIRST_SHORT = _first("""substr(F, 1, 3) COLLATE "C" BETWEEN lower($5) AND lower($6)
            AND F LIKE PATTERN || '%'""")
-# The third tier by walking people in name order, at most $4 of them.
+# The third tier by walking people in name order, at most $3 of them (NULL: everyone).
 SEARCH_REST_WALK = """
 SELECT w.id FROM (SELECT u.id, u.name, u.search_name, u.search_username, u.search_email
-                  FROM users u WHERE u.account_type = 'User' ORDER BY u.name, u.id LIMIT $4) w
-WHERE REST_MATCH AND $1::text IS NOT NULL
-ORDER BY w.name, w.id LIMIT $3
-"""
-SEARCH_REST_WALK = SEARCH_REST_WALK.replace("REST_MATCH", _REST_MATCH).replace("PATTERN", "$2")
+                  FROM users u WHERE u.account_type = 'User' ORDER BY u.name, u.id LIMIT $3) w
+WHERE REST_MATCH
+ORDER BY w.name, w.id LIMIT $2
+""".replace("REST_MATCH", _REST_MATCH.replace("PATTERN", "$1"))
 # The third tier from the trigram indexes: every match, sorted (`name || ''` keeps the planner
 # from walking the name order instead, which it may think cheaper and is not when few match).
-# $4 false when no e-mail can match (the query holds a space): the plan then leaves the e-mail
+# $3 false when no e-mail can match (the query holds a space): the plan then leaves the e-mail
 # index out, which matters when a piece of the query is in everyone's e-mail domain.
 SEARCH_REST_INDEXED = """
 SELECT w.id FROM users w
-WHERE w.account_type = 'User' AND $1::text IS NOT NULL
-  AND (w.search_name LIKE '%' || $2 || '%' OR w.search_username LIKE '%' || $2 || '%'
-       OR ($4::boolean AND w.search_email LIKE '%' || $2 || '%'))
-  AND NOT coalesce(w.search_name LIKE $2 || '%' OR w.search_username LIKE $2 || '%'
-                   OR w.search_email LIKE $2 || '%', false)
-ORDER BY w.name || '', w.id LIMIT $3
+WHERE w.account_type = 'User'
+  AND (w.search_name LIKE '%' || $1 || '%' OR w.search_username LIKE '%' || $1 || '%'
+       OR ($3::boolean AND w.search_email LIKE '%' || $1 || '%'))
+  AND NOT coalesce(w.search_name LIKE $1 || '%' OR w.search_username LIKE $1 || '%'
+                   OR w.search_email LIKE $1 || '%', false)
+ORDER BY w.name || '', w.id LIMIT $2
 """
 SEARCH_ROWS = """
 SELECT u.id, u.account_type, u.name, u.username, u.email, u.root_role, u.login_attempts,

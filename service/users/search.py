@@ -53,11 +53,6 @@ LAST_CHARACTER: Final = "\U0010ffff"
 WORD_BREAK: Final = re.compile(r"[\W_]+")
 
 
-def like_escape(text: str) -> str:
-    """`\\`, `%` and `_` match themselves (Unleash treats them as wildcards)."""
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
 def _int_param(request: web.Request, name: str, default: int, low: int) -> int:
     raw = request.query.get(name)
     if raw is None or raw == "":
@@ -113,8 +108,7 @@ async def find(conn: Conn, q: str, wanted: int) -> list[int]:
     rest: list[int] = first["rest"]
     if missing <= 0 or len(rest) >= missing or first["walked"] < HEAD:
         return ids + rest[:missing]
-    needle: str = first["needle"]
-    pattern = like_escape(needle)
+    pattern: str = first["pattern"]  # lower-cased by PostgreSQL, \\ % _ escaped for LIKE
     share = max(len(rest), 0.5) / HEAD
     walk = missing / share  # people to walk, expected
     everyone = max(first["users"], first["walked"])
@@ -122,11 +116,11 @@ async def find(conn: Conn, q: str, wanted: int) -> list[int]:
     if walk < indexed:
         # Near everyone anyway: walk to the end (LIMIT NULL), and the result is complete.
         bound = None if WALK_SLACK * walk >= everyone else math.ceil(WALK_SLACK * walk)
-        found = await conn.fetch(queries.SEARCH_REST_WALK, needle, pattern, missing, bound)
+        found = await conn.fetch(queries.SEARCH_REST_WALK, pattern, missing, bound)
         if len(found) == missing or bound is None:
             return ids + [row["id"] for row in found]
     emails = not any(c.isspace() for c in q)  # an e-mail holds no space (domain.py)
-    found = await conn.fetch(queries.SEARCH_REST_INDEXED, needle, pattern, missing, emails)
+    found = await conn.fetch(queries.SEARCH_REST_INDEXED, pattern, missing, emails)
     return ids + [row["id"] for row in found]
 
 

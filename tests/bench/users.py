@@ -232,10 +232,11 @@ def plan(env: dict[str, str], q: str) -> list[str]:
         first, last = queries.SEARCH_FIRST_THREE, q
     else:
         first, last = queries.SEARCH_FIRST_LONG, q
-    common = {"$1": literal(q), "$2": literal(q), "$3": "100"}
+    pattern = q.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    first_values = {"$1": literal(q), "$2": literal(q), "$3": "100", "$4": str(search.HEAD)}
     statements = [
-        (first, common | {"$4": str(search.HEAD), "$5": literal(q), "$6": literal(last)}),
-        (queries.SEARCH_REST_INDEXED, common | {"$4": "true"}),
+        (first, first_values | {"$5": literal(q), "$6": literal(last)}),
+        (queries.SEARCH_REST_INDEXED, {"$1": literal(pattern), "$2": "100", "$3": "true"}),
     ]
     out = []
     for statement, values in statements:
