@@ -29,7 +29,7 @@ from service.users.events import (
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from service.db import Conn
+    from service.connections import Conn
     from service.events import Event, RecordedEvent
 
 INSERT_ACCOUNT = """

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from projections.base import Projection
 
 if TYPE_CHECKING:
-    from service.db import Conn
+    from service.connections import Conn
     from service.events import RecordedEvent
 
 # Idempotent: a row only counts an event whose position is beyond the last one it counted.

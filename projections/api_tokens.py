@@ -8,7 +8,7 @@ from projections.base import Projection
 from service.accounts.events import ApiTokenCreated, ApiTokenDeleted
 
 if TYPE_CHECKING:
-    from service.db import Conn
+    from service.connections import Conn
     from service.events import RecordedEvent
 
 INSERT_TOKEN = """

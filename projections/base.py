@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from service.db import Conn
+from service.connections import Conn
 from service.events import RecordedEvent
 
 Apply = Callable[[Conn, RecordedEvent], Awaitable[None]]

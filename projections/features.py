@@ -31,7 +31,7 @@ from service.features.events import (
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from service.db import Conn
+    from service.connections import Conn
     from service.events import Event, RecordedEvent
 
 INSERT_FEATURE = """

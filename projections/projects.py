@@ -14,7 +14,7 @@ from service.projects.events import (
 )
 
 if TYPE_CHECKING:
-    from service.db import Conn
+    from service.connections import Conn
     from service.events import RecordedEvent
 
 INSERT_ENVIRONMENT = """

@@ -10,7 +10,7 @@ from projections.base import Projection
 from service.segments.events import SegmentCreated, SegmentDeleted, SegmentUpdated
 
 if TYPE_CHECKING:
-    from service.db import Conn
+    from service.connections import Conn
     from service.events import RecordedEvent
 
 INSERT = """

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 import asyncpg
 from aiohttp import web
 
-from projections.runner import run_async_projections
-from service import auth, db
+from projections.follower import run_async_projections
+from service import auth, connections, migrations
 from service.accounts import handlers as accounts
 from service.accounts import service_accounts, tokens
 from service.accounts.usage import TokenUsage
@@ -54,7 +54,7 @@ async def ready(request: web.Request) -> web.Response:
         raise NotReady("The service is shutting down")
     try:
         async with asyncio.timeout(READY_TIMEOUT), request.app[POOL].acquire() as conn:
-            version = await db.schema_version(conn)
+            version = await migrations.schema_version(conn)
     except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError):
         raise NotReady("The database does not answer") from None
     if version != request.app[SCHEMA_VERSION]:
@@ -95,14 +95,14 @@ def create_app(
     app[SETTINGS] = settings
     app[RESOLVER] = resolver
     app[LIFECYCLE] = Lifecycle()
-    app[SCHEMA_VERSION] = len(db.load_migrations())
+    app[SCHEMA_VERSION] = len(migrations.load_migrations())
     app[ROUTE_TABLE] = {}
     app[TOKEN_USAGE] = TokenUsage()
     for route in ROUTES:
         app[ROUTE_TABLE][app.router.add_route(route.method, route.path, route.handler)] = route
 
     async def database(app: web.Application) -> AsyncIterator[None]:
-        app[POOL] = await db.create_pool(dsn, settings.db_pool_size)
+        app[POOL] = await connections.create_pool(dsn, settings.db_pool_size)
         yield
         try:
             await asyncio.wait_for(app[POOL].close(), CLOSE_SECONDS)

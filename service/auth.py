@@ -14,7 +14,7 @@ from service.events import ActorKind, Metadata
 if TYPE_CHECKING:
     import asyncpg
 
-    from service.db import Conn
+    from service.connections import Conn
 
 # Permissions. ADMIN implies every other one; READ is held by any admin-API principal.
 ADMIN: Final = "ADMIN"

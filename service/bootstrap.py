@@ -13,7 +13,7 @@ from service.projects.commands import CreateEnvironment, CreateProject
 from service.projects.queries import ENVIRONMENT_EXISTS, ENVIRONMENT_NAMES, PROJECT
 
 if TYPE_CHECKING:
-    from service.db import Conn
+    from service.connections import Conn
 
 BOOTSTRAP_LOCK = 0x666C6168  # serialises seeding across replicas starting at once
 BOOTSTRAP = Metadata(

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import os
 import signal
-import socket
 import sys
 import time
 from pathlib import Path
@@ -17,12 +15,10 @@ import asyncpg
 import msgspec
 import structlog
 import uvloop
-from aiohttp import web
 
-from projections import runner
-from service import bootstrap, db
-from service.app import create_app
-from service.appkeys import LIFECYCLE
+from projections.replay import replay
+from projections.verify import verify
+from service import connections, embedded, eventstore, migrations, serving
 from service.errors import ConfigError
 from service.logs import configure_logging
 from service.settings import Settings, load_settings
@@ -32,11 +28,9 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from types import FrameType
 
-    from service.db import Conn
+    from service.connections import Conn
 
 log = structlog.get_logger()
-
-STRAGGLER_SECONDS = 0.5
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -71,10 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         if args.command == "serve":
-            check_listen_address(settings.host, settings.port)
+            serving.check_listen_address(settings.host, settings.port)
         with database(settings) as dsn:
             return uvloop.run(_dispatch(args, settings, dsn))
-    except (ConfigError, db.MigrationError) as exc:
+    except (ConfigError, migrations.MigrationError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
@@ -88,24 +82,13 @@ def _raise_interrupt(_signum: int, _frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def check_listen_address(host: str, port: int) -> None:
-    """Fail before starting anything when HOST:PORT cannot be listened on."""
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-        with socket.socket(infos[0][0], socket.SOCK_STREAM) as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            probe.bind(infos[0][4])
-    except OSError as exc:
-        raise ConfigError(f"cannot listen on HOST={host} PORT={port}: {exc}") from None
-
-
 @contextlib.contextmanager
 def database(settings: Settings) -> Iterator[str]:
     """DATABASE_URL when set, else the embedded PostgreSQL in DATA_DIR (stopped on exit)."""
     if settings.database_url:
         yield settings.database_url
         return
-    with db.embedded_postgres(Path(settings.data_dir).resolve()) as dsn:
+    with embedded.embedded_postgres(Path(settings.data_dir).resolve()) as dsn:
         yield dsn
 
 
@@ -113,19 +96,19 @@ async def _dispatch(  # noqa: PLR0911 - one return per command
     args: argparse.Namespace, settings: Settings, dsn: str
 ) -> int:
     if args.command == "serve":
-        return await serve(settings, dsn, migrate=not args.no_migrate)
-    conn = await db.connect(dsn)
+        return await serving.serve(settings, dsn, migrate=not args.no_migrate)
+    conn = await connections.connect(dsn)
     try:
         if args.command == "migrate":
-            applied = await db.migrate(conn)
+            applied = await migrations.migrate(conn)
             print(f"applied {len(applied)} migration(s): {', '.join(applied) or 'none pending'}")
             return 0
         if args.command == "replay":
-            count = await runner.replay(conn)
+            count = await replay(conn)
             print(f"replayed {count} events into every read model")
             return 0
         if args.command == "verify":
-            report = await runner.verify(conn)
+            report = await verify(conn)
             print("\n".join(report.lines()))
             return 0 if report.ok else 1
         if args.command == "export":
@@ -146,7 +129,7 @@ async def _dispatch(  # noqa: PLR0911 - one return per command
 
 async def _import_users(conn: Conn, path: str) -> int:
     """Exit 0 when every line was imported or already there, 1 when a batch was refused."""
-    await db.migrate(conn)
+    await migrations.migrate(conn)
     started = time.perf_counter()
     try:
         # The CLI runs this one task: reading the file blocks nobody else.
@@ -166,100 +149,13 @@ async def _import_users(conn: Conn, path: str) -> int:
     return 1 if report.batches_refused else 0
 
 
-async def serve(settings: Settings, dsn: str, *, migrate: bool = True) -> int:
-    conn = await db.connect(dsn)
-    try:
-        if migrate:
-            await db.migrate(conn)
-        new_token = await bootstrap.seed(conn, settings.init_admin_api_tokens)
-    finally:
-        await conn.close()
-    if new_token is not None:
-        # Shown once, never logged: the only place this secret ever appears.
-        print(
-            f"No admin API token existed; created one (shown only now): {new_token}",
-            file=sys.stderr,
-            flush=True,
-        )
-    app = create_app(settings, dsn)
-    # In-flight requests get SHUTDOWN_TIMEOUT_SECONDS in wait_idle below; aiohttp's own wait
-    # (applied twice: before and after cancelling a handler) only covers the stragglers.
-    app_runner = web.AppRunner(
-        app, handle_signals=False, access_log=None, shutdown_timeout=STRAGGLER_SECONDS
-    )
-    await app_runner.setup()
-    await web.TCPSite(app_runner, settings.host, settings.port).start()
-    log.info("listening", host=settings.host, port=settings.port)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
-    app[LIFECYCLE].draining = True
-    log.info("draining", seconds=settings.shutdown_drain_seconds)
-    await asyncio.sleep(settings.shutdown_drain_seconds)
-    # Stop accepting, then let in-flight requests finish while their connections still read:
-    # cleanup() marks every connection as closing at once, and aiohttp then drops body bytes
-    # that arrive later (aio-libs/aiohttp#2298).
-    for site in list(app_runner.sites):
-        await site.stop()
-    with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(settings.shutdown_timeout_seconds):
-            await app[LIFECYCLE].wait_idle()
-    await app_runner.cleanup()
-    log.info("stopped")
-    return 0
-
-
-EXPORT = """
-SELECT position, stream_type, stream_key, stream_version, event_id::text AS event_id, type,
-       schema_version, data::text AS data, metadata::text AS metadata, recorded_at,
-       encode(prev_hash, 'hex') AS prev_hash, encode(hash, 'hex') AS hash
-FROM events WHERE position > $1 ORDER BY position
-"""
-
-
-class ExportedEvent(msgspec.Struct, frozen=True):
-    position: int
-    stream_type: str
-    stream_key: str
-    stream_version: int
-    event_id: str
-    type: str
-    schema_version: int
-    data: msgspec.Raw
-    metadata: msgspec.Raw
-    recorded_at: str
-    prev_hash: str
-    hash: str
-
-
 async def export(conn: Conn, out: TextIO, *, after: int = 0) -> int:
     """One JSON object per line, in position order, with both hashes for an outside auditor."""
     encoder = msgspec.json.Encoder()
     count = 0
     async with conn.transaction(isolation="repeatable_read", readonly=True):
-        async for row in conn.cursor(EXPORT, after, prefetch=2000):
-            line = ExportedEvent(
-                **{
-                    k: row[k]
-                    for k in (
-                        "position",
-                        "stream_type",
-                        "stream_key",
-                        "stream_version",
-                        "event_id",
-                        "type",
-                        "schema_version",
-                        "prev_hash",
-                        "hash",
-                    )
-                },
-                data=msgspec.Raw(row["data"].encode()),
-                metadata=msgspec.Raw(row["metadata"].encode()),
-                recorded_at=row["recorded_at"].isoformat(),
-            )
-            out.write(encoder.encode(line).decode() + "\n")
+        async for event in eventstore.export(conn, after):
+            out.write(encoder.encode(event).decode() + "\n")
             count += 1
     return count
 
@@ -275,7 +171,9 @@ def _output(path: str | None) -> Iterator[TextIO]:
 
 def _print_dsn(settings: Settings) -> int:
     try:
-        dsn = settings.database_url or db.running_embedded_dsn(Path(settings.data_dir).resolve())
+        dsn = settings.database_url or embedded.running_embedded_dsn(
+            Path(settings.data_dir).resolve()
+        )
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

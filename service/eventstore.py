@@ -10,7 +10,7 @@ from typing import Final, Literal
 import asyncpg
 import msgspec
 
-from service.db import Conn
+from service.connections import Conn
 from service.errors import Conflict
 from service.events import (
     Event,
@@ -21,6 +21,7 @@ from service.events import (
     encode,
 )
 
+NOTIFY_CHANNEL: Final = "events"  # every append notifies it with the last position
 NO_STREAM: Final = "no-stream"
 ANY: Final = "any"
 Expected = int | Literal["no-stream", "any"]
@@ -69,6 +70,7 @@ SELECT position, stream_type, stream_key, stream_version, event_id, type, schema
 FROM events WHERE stream_type = $1 AND stream_key = $2 ORDER BY stream_version
 """
 HEAD = "SELECT position FROM log_head WHERE id = 1"
+LOCK_HEAD = "SELECT position FROM log_head WHERE id = 1 FOR UPDATE"
 STREAM_VERSION = "SELECT version FROM streams WHERE stream_type = $1 AND stream_key = $2"
 LAST_POSITION = """
 SELECT position FROM events WHERE stream_type = $1 AND stream_key = $2
@@ -207,3 +209,146 @@ async def read_all(
             return
         yield [_record(row) for row in rows]
         position = rows[-1]["position"]
+
+
+async def lock_head(conn: Conn) -> int:
+    """Hold the global section until the transaction ends (appends wait); the head position."""
+    return int(await conn.fetchval(LOCK_HEAD))
+
+
+# --- checks of the log itself (verify) ---------------------------------------------------------
+
+POSITIONS = """
+SELECT count(*) AS count, coalesce(min(position), 0) AS low, coalesce(max(position), 0) AS high,
+       (SELECT position FROM log_head WHERE id = 1) AS head
+FROM events
+"""
+INCONSISTENT_STREAMS = """
+SELECT coalesce(e.stream_type, s.stream_type) AS stream_type,
+       coalesce(e.stream_key, s.stream_key) AS stream_key, e.n AS events, e.hi AS last_version,
+       s.version AS recorded_version
+FROM (SELECT stream_type, stream_key, count(*) AS n, max(stream_version) AS hi,
+             min(stream_version) AS lo
+      FROM events GROUP BY stream_type, stream_key) e
+FULL JOIN streams s ON s.stream_type = e.stream_type AND s.stream_key = e.stream_key
+WHERE e.n IS NULL OR e.lo <> 1 OR e.n <> e.hi OR s.version IS DISTINCT FROM e.hi::integer
+LIMIT $1
+"""
+STREAM_COUNT = "SELECT count(*) FROM streams"
+CHAIN = """
+SELECT position, type, schema_version, data::text AS data, prev_hash, hash,
+       event_canonical(position, stream_type, stream_key, stream_version, event_id, type,
+                       schema_version, data, metadata, recorded_at) AS canonical
+FROM events ORDER BY position
+"""
+
+
+class Positions(msgspec.Struct, frozen=True, kw_only=True):
+    count: int
+    low: int
+    high: int
+    head: int
+
+
+class StreamMismatch(msgspec.Struct, frozen=True, kw_only=True):
+    stream_type: str
+    stream_key: str
+    events: int | None
+    last_version: int | None
+    recorded_version: int | None
+
+
+class ChainLink(msgspec.Struct, frozen=True, kw_only=True):
+    """One event as the hash chain covers it: `canonical` is the text its hash is over."""
+
+    position: int
+    type: str
+    schema_version: int
+    data: str
+    prev_hash: bytes
+    hash: bytes
+    canonical: str
+
+
+async def positions(conn: Conn) -> Positions:
+    row = await conn.fetchrow(POSITIONS)
+    assert row is not None  # an aggregate always has its row
+    return Positions(count=row["count"], low=row["low"], high=row["high"], head=row["head"])
+
+
+async def stream_count(conn: Conn) -> int:
+    return int(await conn.fetchval(STREAM_COUNT))
+
+
+async def inconsistent_streams(conn: Conn, limit: int = 20) -> list[StreamMismatch]:
+    """Streams whose versions are not 1..k, or whose `streams` row disagrees with the events."""
+    return [
+        StreamMismatch(
+            stream_type=r["stream_type"],
+            stream_key=r["stream_key"],
+            events=r["events"],
+            last_version=r["last_version"],
+            recorded_version=r["recorded_version"],
+        )
+        for r in await conn.fetch(INCONSISTENT_STREAMS, limit)
+    ]
+
+
+async def chain(conn: Conn, prefetch: int = 2000) -> AsyncIterator[ChainLink]:
+    """Every event in position order (inside the caller's transaction: a cursor needs one)."""
+    async for row in conn.cursor(CHAIN, prefetch=prefetch):
+        yield ChainLink(
+            position=row["position"],
+            type=row["type"],
+            schema_version=row["schema_version"],
+            data=row["data"],
+            prev_hash=bytes(row["prev_hash"]),
+            hash=bytes(row["hash"]),
+            canonical=row["canonical"],
+        )
+
+
+# --- export -----------------------------------------------------------------------------------
+
+EXPORT = """
+SELECT position, stream_type, stream_key, stream_version, event_id::text AS event_id, type,
+       schema_version, data::text AS data, metadata::text AS metadata, recorded_at,
+       encode(prev_hash, 'hex') AS prev_hash, encode(hash, 'hex') AS hash
+FROM events WHERE position > $1 ORDER BY position
+"""
+
+
+class ExportedEvent(msgspec.Struct, frozen=True):
+    """An event as `export` writes it: the stored columns, `data` and `metadata` as stored."""
+
+    position: int
+    stream_type: str
+    stream_key: str
+    stream_version: int
+    event_id: str
+    type: str
+    schema_version: int
+    data: msgspec.Raw
+    metadata: msgspec.Raw
+    recorded_at: str
+    prev_hash: str
+    hash: str
+
+
+async def export(conn: Conn, after: int = 0, prefetch: int = 2000) -> AsyncIterator[ExportedEvent]:
+    """Events after a position, in order, with both hashes (inside the caller's transaction)."""
+    async for row in conn.cursor(EXPORT, after, prefetch=prefetch):
+        yield ExportedEvent(
+            position=row["position"],
+            stream_type=row["stream_type"],
+            stream_key=row["stream_key"],
+            stream_version=row["stream_version"],
+            event_id=row["event_id"],
+            type=row["type"],
+            schema_version=row["schema_version"],
+            data=msgspec.Raw(row["data"].encode()),
+            metadata=msgspec.Raw(row["metadata"].encode()),
+            recorded_at=row["recorded_at"].isoformat(),
+            prev_hash=row["prev_hash"],
+            hash=row["hash"],
+        )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from projections.runner import apply_inline
+from projections.inline import apply_inline
 from service import eventstore
 from service.errors import Conflict, NameExists
 
@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     import uuid
     from collections.abc import Sequence
 
-    from service.db import Conn
+    from service.connections import Conn
     from service.events import Event, Metadata, RecordedEvent
 
 

@@ -14,7 +14,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-from service import auth, bootstrap, db
+from service import auth, bootstrap, connections, embedded
 from service.app import create_app
 from service.auth import Principal
 from service.settings import Settings
@@ -37,8 +37,8 @@ def pg18() -> Iterator[PgServer]:
         return
     base = Path(tempfile.mkdtemp(prefix="flags-test-", dir="/tmp"))
     try:
-        with db.embedded_postgres(base) as dsn:
-            admin = dsn.replace(f"/{db.DATABASE_NAME}?", "/postgres?")
+        with embedded.embedded_postgres(base) as dsn:
+            admin = dsn.replace(f"/{embedded.DATABASE_NAME}?", "/postgres?")
             asyncio.run(tune_for_tests(admin))
             yield PgServer(admin, "pg18")
     finally:
@@ -77,14 +77,14 @@ async def any_dsn(pg_server: PgServer) -> AsyncIterator[str]:
 
 @pytest.fixture
 async def conn(dsn: str) -> AsyncIterator[asyncpg.Connection]:
-    connection = await db.connect(dsn)
+    connection = await connections.connect(dsn)
     yield connection
     await connection.close()
 
 
 @pytest.fixture
 async def any_conn(any_dsn: str) -> AsyncIterator[asyncpg.Connection]:
-    connection = await db.connect(any_dsn)
+    connection = await connections.connect(any_dsn)
     yield connection
     await connection.close()
 
@@ -96,7 +96,7 @@ def settings(dsn: str) -> Settings:
 
 @pytest.fixture
 async def app(settings: Settings, dsn: str) -> web.Application:
-    connection = await db.connect(dsn)
+    connection = await connections.connect(dsn)
     try:
         await bootstrap.seed(connection, settings.init_admin_api_tokens)
     finally:

@@ -16,7 +16,7 @@ from service.events import Event, Metadata, RecordedEvent
 from service.users.events import UserCreated
 
 if TYPE_CHECKING:
-    from service.db import Conn
+    from service.connections import Conn
 
 TEST_ACTOR = Metadata(actor_id="test", actor_name="test", actor_kind="system", source="test")
 

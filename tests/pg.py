@@ -14,7 +14,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 
-from service import db
+from service import connections, migrations
 
 PG15_BIN = Path("/usr/lib/postgresql/15/bin")
 TEMPLATE = "flags_template"
@@ -48,9 +48,9 @@ class PgServer:
             await conn.execute(f"CREATE DATABASE {TEMPLATE}")
         finally:
             await conn.close()
-        tpl = await db.connect(with_database(self.admin_dsn, TEMPLATE))
+        tpl = await connections.connect(with_database(self.admin_dsn, TEMPLATE))
         try:
-            await db.migrate(tpl)
+            await migrations.migrate(tpl)
         finally:
             await tpl.close()
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from projections import features as features_projection
-from projections.runner import verify
+from projections.verify import verify
 from service import auth, eventstore
 from service.appkeys import POOL
 from tests.conftest import ADMIN, as_principal

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING
 import asyncpg
 import pytest
 
-from service import db, eventstore, store
+from service import connections, eventstore, store
 from service.events import decode_metadata
 from service.eventstore import WrongExpectedVersion
 from tests.factories import TEST_ACTOR, Noted, append, noted
 
 if TYPE_CHECKING:
-    from service.db import Conn
+    from service.connections import Conn
 
 pytestmark = pytest.mark.usefixtures("any_dsn")
 
@@ -205,7 +205,7 @@ async def test_read_all_pages_through_the_whole_log(any_conn: Conn) -> None:
 
 async def test_a_concurrent_duplicate_append_is_a_conflict_then_a_no_op(any_dsn: str) -> None:
     ids = [uuid.uuid4()]
-    first, second = await db.connect(any_dsn), await db.connect(any_dsn)
+    first, second = await connections.connect(any_dsn), await connections.connect(any_dsn)
     try:
         tx = first.transaction()
         await tx.start()

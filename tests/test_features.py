@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from projections.runner import verify
+from projections.verify import verify
 from service import auth
 from service.appkeys import POOL
 from tests.conftest import ADMIN, as_principal

@@ -14,7 +14,7 @@ from aiohttp.test_utils import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service import auth, bootstrap, db
+from service import auth, bootstrap, connections
 from service.app import ROUTES
 from service.appkeys import LIFECYCLE, POOL, SCHEMA_VERSION
 from service.logs import configure_logging
@@ -502,7 +502,7 @@ async def test_token_projects_are_deduplicated_and_a_wildcard_means_all(client: 
 
 async def test_a_chosen_admin_secret_shows_nothing_in_its_hint(dsn: str) -> None:
     chosen = "*:*.some-long-secret-value-1234567890"
-    conn = await db.connect(dsn)
+    conn = await connections.connect(dsn)
     try:
         await bootstrap.seed(conn, (chosen,))
         hints = [r["secret_hint"] for r in await conn.fetch("SELECT secret_hint FROM api_tokens")]

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import argon2
 import pytest
 
-from projections.runner import verify
+from projections.verify import verify
 from service.users import importer
 from tests.test_process import run_cli
 

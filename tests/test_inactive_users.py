@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from projections.runner import verify
+from projections.verify import verify
 from service.accounts.events import PersonalAccessTokensSeen, TokenUse
 from service.appkeys import POOL
 from service.users.events import UserSignedIn

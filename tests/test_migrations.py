@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 import asyncpg
 import pytest
 
-from service import db
+from service import connections, migrations
 
 if TYPE_CHECKING:
-    from service.db import Conn
+    from service.connections import Conn
     from tests.pg import PgServer
 
 
@@ -29,50 +29,50 @@ async def empty_dsn(pg_server: PgServer) -> str:
 
 
 async def test_files_are_numbered_without_gaps() -> None:
-    migrations = db.load_migrations()
-    assert [m.version for m in migrations] == list(range(1, len(migrations) + 1))
-    assert all(Path(db.SQL_DIR, f"{m.version:04d}_{m.name}.sql").exists() for m in migrations)
+    files = migrations.load_migrations()
+    assert [m.version for m in files] == list(range(1, len(files) + 1))
+    assert all(Path(migrations.SQL_DIR, f"{m.version:04d}_{m.name}.sql").exists() for m in files)
 
 
 async def test_two_concurrent_runs_apply_each_migration_once(empty_dsn: str) -> None:
-    first, second = await db.connect(empty_dsn), await db.connect(empty_dsn)
+    first, second = await connections.connect(empty_dsn), await connections.connect(empty_dsn)
     try:
-        applied = await asyncio.gather(db.migrate(first), db.migrate(second))
-        expected = [f"{m.version:04d}_{m.name}" for m in db.load_migrations()]
+        applied = await asyncio.gather(migrations.migrate(first), migrations.migrate(second))
+        expected = [f"{m.version:04d}_{m.name}" for m in migrations.load_migrations()]
         assert sorted(applied, key=len) == [[], expected]
         rows = await first.fetch("SELECT version FROM schema_migrations ORDER BY version")
         assert [r["version"] for r in rows] == list(range(1, len(expected) + 1))
-        assert await db.migrate(first) == []
-        assert await db.schema_version(first) == len(expected)
+        assert await migrations.migrate(first) == []
+        assert await migrations.schema_version(first) == len(expected)
     finally:
         await first.close()
         await second.close()
 
 
 async def test_a_changed_applied_file_stops_the_start(any_conn: Conn) -> None:
-    migrations = db.load_migrations()
-    edited = db.Migration(migrations[0].version, migrations[0].name, migrations[0].sql + "\n-- x")
-    with pytest.raises(db.MigrationError, match=r"0001_event_store\.sql was changed"):
-        await db.migrate(any_conn, [edited, *migrations[1:]])
+    files = migrations.load_migrations()
+    edited = migrations.Migration(files[0].version, files[0].name, files[0].sql + "\n-- x")
+    with pytest.raises(migrations.MigrationError, match=r"0001_event_store\.sql was changed"):
+        await migrations.migrate(any_conn, [edited, *files[1:]])
     # The lock was released: a correct run still goes through.
-    assert await db.migrate(any_conn) == []
+    assert await migrations.migrate(any_conn) == []
 
 
 async def test_a_failing_migration_applies_nothing_of_itself(any_conn: Conn) -> None:
-    broken = db.Migration(99, "broken", "CREATE TABLE half_done (x int); SELECT 1/0;")
+    broken = migrations.Migration(99, "broken", "CREATE TABLE half_done (x int); SELECT 1/0;")
     with pytest.raises(asyncpg.DivisionByZeroError):
-        await db.migrate(any_conn, [*db.load_migrations(), broken])
+        await migrations.migrate(any_conn, [*migrations.load_migrations(), broken])
     assert await any_conn.fetchval("SELECT to_regclass('half_done')") is None
     assert await any_conn.fetchval("SELECT max(version) FROM schema_migrations") == len(
-        db.load_migrations()
+        migrations.load_migrations()
     )
 
 
 def test_badly_named_or_gapped_files_are_refused(tmp_path: Path) -> None:
     (tmp_path / "0001_ok.sql").write_text("SELECT 1;")
     (tmp_path / "0003_gap.sql").write_text("SELECT 1;")
-    with pytest.raises(db.MigrationError, match="without gaps"):
-        db.load_migrations(tmp_path)
+    with pytest.raises(migrations.MigrationError, match="without gaps"):
+        migrations.load_migrations(tmp_path)
     (tmp_path / "2_bad name.sql").write_text("SELECT 1;")
-    with pytest.raises(db.MigrationError, match="NNNN_description"):
-        db.load_migrations(tmp_path)
+    with pytest.raises(migrations.MigrationError, match="NNNN_description"):
+        migrations.load_migrations(tmp_path)

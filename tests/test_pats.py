@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import asyncpg
 import pytest
 
-from service import auth, db
+from service import auth, connections
 from service.accounts.usage import TokenUsage
 from service.appkeys import POOL
 from tests.conftest import ADMIN
@@ -213,11 +213,11 @@ async def test_use_is_recorded_in_batches_not_per_request(
 async def test_a_flush_that_fails_keeps_its_batch(app: web.Application, dsn: str) -> None:
     usage = TokenUsage()
     usage.seen(12345)
-    broken = await db.create_pool(dsn, 1)
+    broken = await connections.create_pool(dsn, 1)
     await broken.close()
     with pytest.raises(asyncpg.InterfaceError):
         await usage.flush(broken)
-    pool = await db.create_pool(dsn, 1)
+    pool = await connections.create_pool(dsn, 1)
     try:
         assert await usage.flush(pool) == 1  # the batch was kept for this try
         assert await usage.flush(pool) == 0

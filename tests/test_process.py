@@ -25,7 +25,7 @@ import asyncpg
 import psutil
 import pytest
 
-from service import db
+from service import embedded, migrations
 from service.settings import Settings
 
 if TYPE_CHECKING:
@@ -100,7 +100,7 @@ def run_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]
 
 def stop_postgres(pgdata: Path) -> None:
     """Terminate (then kill) any postgres left serving pgdata."""
-    procs = db.postgres_processes(pgdata)
+    procs = embedded.postgres_processes(pgdata)
     for proc in procs:
         with contextlib.suppress(psutil.NoSuchProcess):
             proc.terminate()
@@ -230,7 +230,7 @@ async def assert_no_postgres(data_dir: Path) -> None:
     """No postgres serves data_dir/pg (a postmaster that is just exiting gets a moment)."""
     pgdata = data_dir / "pg"
     deadline = time.monotonic() + 3
-    while (left := db.postgres_processes(pgdata)) and time.monotonic() < deadline:
+    while (left := embedded.postgres_processes(pgdata)) and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     assert left == [], [p.info for p in left]
 
@@ -318,8 +318,8 @@ async def test_first_start_prints_one_working_admin_token(harness: Harness) -> N
     stdout = server.stdout()
     assert token[4:] not in stdout  # not even the random part reaches the log
     events = [line["event"] for line in server.log_lines()]  # and every line is JSON
-    migrations = len(db.load_migrations())
-    assert events[:migrations] == ["migration_applied"] * migrations
+    applied = len(migrations.load_migrations())
+    assert events[:applied] == ["migration_applied"] * applied
     assert "listening" in events
     assert events[-2:] == ["draining", "stopped"]
 
@@ -415,7 +415,7 @@ async def test_sigterm_drains_and_finishes_in_flight_request(
 async def test_sigint_stops_cleanly(harness: Harness) -> None:
     data_dir = harness.new_dir()
     server = await harness.serve(data_dir)
-    assert db.postgres_processes(data_dir / "pg") != []
+    assert embedded.postgres_processes(data_dir / "pg") != []
     assert await stop(server, signal.SIGINT) == 0
     await assert_no_postgres(data_dir)
     assert server.log_lines()[-1]["event"] == "stopped"

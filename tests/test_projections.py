@@ -10,13 +10,15 @@ from typing import TYPE_CHECKING
 import pytest
 
 from projections import activity
-from projections.runner import catch_up_once, replay, run_async_projections, verify
-from service import cli, db, store
+from projections.follower import catch_up_once, run_async_projections
+from projections.replay import replay
+from projections.verify import verify
+from service import cli, connections, store
 from service.accounts.events import ApiTokenDeleted
 from tests.factories import TEST_ACTOR, api_token_created, append, noted
 
 if TYPE_CHECKING:
-    from service.db import Conn
+    from service.connections import Conn
 
 pytestmark = pytest.mark.usefixtures("any_dsn")
 
@@ -46,7 +48,7 @@ async def test_async_projection_catches_up_and_commits_its_checkpoint(
 ) -> None:
     for i in range(5):
         await append(any_conn, [noted(i), noted(i)])
-    pool = await db.create_pool(any_dsn, 2)
+    pool = await connections.create_pool(any_dsn, 2)
     assert pool is not None
     try:
         assert await catch_up_once(pool, activity.PROJECTION, batch=4) == 4
@@ -64,7 +66,7 @@ async def test_async_projection_catches_up_and_commits_its_checkpoint(
 
 async def test_a_locked_checkpoint_belongs_to_another_replica(any_dsn: str, any_conn: Conn) -> None:
     await append(any_conn, [noted(1)])
-    pool = await db.create_pool(any_dsn, 2)
+    pool = await connections.create_pool(any_dsn, 2)
     assert pool is not None
     try:
         async with any_conn.transaction():
@@ -78,7 +80,7 @@ async def test_a_locked_checkpoint_belongs_to_another_replica(any_dsn: str, any_
 
 
 async def test_the_runner_wakes_on_notify(any_dsn: str, any_conn: Conn) -> None:
-    pool = await db.create_pool(any_dsn, 3)
+    pool = await connections.create_pool(any_dsn, 3)
     assert pool is not None
     stop = asyncio.Event()
     task = asyncio.create_task(run_async_projections(pool, any_dsn, stop))
@@ -208,7 +210,7 @@ async def test_export_writes_ndjson_in_position_order(any_conn: Conn) -> None:
 async def test_replay_while_the_runner_follows_the_log(any_dsn: str, any_conn: Conn) -> None:
     for i in range(50):
         await append(any_conn, [noted(i), noted(i)])
-    pool = await db.create_pool(any_dsn, 3)
+    pool = await connections.create_pool(any_dsn, 3)
     stop = asyncio.Event()
     runner = asyncio.create_task(run_async_projections(pool, any_dsn, stop))
     try:
@@ -227,7 +229,7 @@ async def test_replay_while_the_runner_follows_the_log(any_dsn: str, any_conn: C
 async def test_replay_and_a_writer_do_not_deadlock(any_dsn: str, any_conn: Conn) -> None:
     """A runner holds the checkpoint rows; replay and an inline write both wait, then finish."""
     await append(any_conn, [api_token_created(1)], stream=("api-token", "1"))
-    holder, replayer, writer = [await db.connect(any_dsn) for _ in range(3)]
+    holder, replayer, writer = [await connections.connect(any_dsn) for _ in range(3)]
     try:
         tx = holder.transaction()
         await tx.start()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from projections.runner import verify
+from projections.verify import verify
 from service.appkeys import POOL
 from tests.conftest import ADMIN
 from tests.test_features import ISO, create, error

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from projections.runner import replay, verify
+from projections.replay import replay
+from projections.verify import verify
 from service import auth
 from service.app import ROUTES
 from service.appkeys import POOL
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from aiohttp import web
     from aiohttp.test_utils import TestClient
 
-    from service.db import Conn
+    from service.connections import Conn
 
     Client = TestClient[Any, Any]
 

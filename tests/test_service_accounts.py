@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from projections.runner import verify
+from projections.verify import verify
 from service.appkeys import POOL
 from tests.conftest import ADMIN
 from tests.test_features import error, event_count

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from projections.runner import verify
+from projections.verify import verify
 from service import auth
 from service.appkeys import POOL
 from tests.conftest import ADMIN, as_principal

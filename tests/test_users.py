@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from projections.runner import verify
+from projections.verify import verify
 from service.appkeys import POOL
 from tests import factories
 from tests.conftest import ADMIN

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import asyncpg
 
-    from service.db import Conn
+    from service.connections import Conn
 
 NEXT_TOKEN_ID = "SELECT nextval('api_token_ids')"
 KNOWN_SCOPES = """

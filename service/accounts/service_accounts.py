@@ -22,7 +22,7 @@ from service.http import Route, json_response, principal, read_json
 from service.users import queries as user_queries
 
 if TYPE_CHECKING:
-    from service.db import Conn
+    from service.connections import Conn
     from service.events import Metadata
 
 SERVICE_ACCOUNT = "Service Account"

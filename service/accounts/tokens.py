@@ -20,7 +20,7 @@ from service.http import Route, json_response, principal, read_json
 _record = msgspec.json.Decoder(dict[str, Any])
 
 if TYPE_CHECKING:
-    from service.db import Conn
+    from service.connections import Conn
     from service.events import Metadata
 
 

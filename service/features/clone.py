@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import asyncpg
     from aiohttp import web
 
-    from service.db import Conn
+    from service.connections import Conn
 
 
 SOURCE = """

@@ -26,7 +26,7 @@ from service.http import Route, json_response, principal, read_json
 from service.segments import queries as segment_queries
 
 if TYPE_CHECKING:
-    from service.db import Conn
+    from service.connections import Conn
     from service.events import Event
 
 BASE = "/api/admin/projects/{projectId}/features/{featureName}/environments/{environment}"

@@ -15,7 +15,7 @@ from service.features.events import DependencyRemoved
 from service.http import Route, principal, read_json
 
 if TYPE_CHECKING:
-    from service.db import Conn
+    from service.connections import Conn
     from service.events import Event
 
 BASE = "/api/admin/projects/{projectId}/features/{child}/dependencies"

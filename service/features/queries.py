@@ -9,7 +9,7 @@ import msgspec
 if TYPE_CHECKING:
     import asyncpg
 
-    from service.db import Conn
+    from service.connections import Conn
     from service.features.events import FeatureCreated
 
 _FEATURE_COLUMNS = """

@@ -16,7 +16,7 @@ from service.features.events import FeatureTagged, FeatureUntagged
 from service.http import Route, json_response, principal, read_json
 
 if TYPE_CHECKING:
-    from service.db import Conn
+    from service.connections import Conn
 
 BASE = "/api/admin/features/{featureName}/tags"
 

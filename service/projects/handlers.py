@@ -16,7 +16,7 @@ from service.projects import domain, queries
 from service.projects.commands import CreateEnvironment, CreateProject, EnableEnvironment
 
 if TYPE_CHECKING:
-    from service.db import Conn
+    from service.connections import Conn
     from service.events import Metadata
 
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import asyncpg
 
-    from service.db import Conn
+    from service.connections import Conn
 
 PROJECT = "SELECT id, name, description, created_at, archived_at FROM projects WHERE id = $1"
 LOCK_PROJECT = "SELECT archived_at FROM projects WHERE id = $1 FOR UPDATE"

@@ -17,7 +17,7 @@ from service.segments.commands import SegmentBody
 from service.segments.events import SegmentCreated, SegmentDeleted, SegmentUpdated
 
 if TYPE_CHECKING:
-    from service.db import Conn
+    from service.connections import Conn
     from service.events import Event
 
 

@@ -17,7 +17,7 @@ from service.users.commands import ChangePassword, CreateUser, UpdateUser
 from service.users.events import PasswordChanged, UserDeleted, UserUpdated
 
 if TYPE_CHECKING:
-    from service.db import Conn
+    from service.connections import Conn
     from service.events import Event, Metadata
 
 

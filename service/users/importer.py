@@ -19,7 +19,7 @@ from service.users.events import ImportedUser, UsersImported
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from service.db import Conn
+    from service.connections import Conn
 
 BATCH = 1000
 IMPORTER = Metadata(

@@ -33,7 +33,7 @@ from service.users import queries
 if TYPE_CHECKING:
     from aiohttp import web
 
-    from service.db import Conn
+    from service.connections import Conn
 
 MIN_QUERY: Final = 2
 DEFAULT_LIMIT: Final = 100

@@ -31,8 +31,8 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 import structlog
 
-from projections import runner
-from service import db, store
+from projections import verify as verification
+from service import connections, embedded, migrations, store
 from tests.factories import TEST_ACTOR, Noted
 
 if TYPE_CHECKING:
@@ -168,7 +168,7 @@ async def server_info(conn: asyncpg.Connection) -> dict[str, str]:
 
 
 async def verify(conn: asyncpg.Connection) -> dict[str, Any]:
-    report = await runner.verify(conn)
+    report = await verification.verify(conn)
     row = await conn.fetchrow("SELECT count(*) AS n, max(position) AS hi FROM events")
     assert row is not None
     return {
@@ -189,20 +189,20 @@ async def bench(server_dsn: str, seconds: float) -> dict[str, Any]:
         await admin.close()
     dsn = with_database(server_dsn, name)
     try:
-        conn = await db.connect(dsn)
+        conn = await connections.connect(dsn)
         try:
-            await db.migrate(conn)
+            await migrations.migrate(conn)
             info = await server_info(conn)
         finally:
             await conn.close()
         # One connection per writer, opened before any timing (what a warm pool hands out).
-        conns = [await db.connect(dsn) for _ in range(max(s.writers for s in SCENARIOS))]
+        conns = [await connections.connect(dsn) for _ in range(max(s.writers for s in SCENARIOS))]
         try:
             results = [await run_scenario(conns, s, seconds) for s in SCENARIOS]
         finally:
             for conn in conns:
                 await conn.close()
-        conn = await db.connect(dsn)
+        conn = await connections.connect(dsn)
         try:
             checks = await verify(conn)
         finally:
@@ -225,7 +225,7 @@ def server() -> Iterator[tuple[str, str]]:
         return
     base = Path(tempfile.mkdtemp(prefix="bench-", dir="/tmp"))  # short: the socket lives here
     try:
-        with db.embedded_postgres(base) as dsn:
+        with embedded.embedded_postgres(base) as dsn:
             yield dsn, "embedded PostgreSQL (default settings)"
     finally:
         shutil.rmtree(base, ignore_errors=True)

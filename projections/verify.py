@@ -1,0 +1,130 @@
+"""`verify`: check the log and that rebuilt read models equal the live ones, in one snapshot."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from projections import ALL
+from projections.rebuild import create_scratch, rebuild
+from service import eventstore
+from service.events import UnknownEventType, decode_event
+
+if TYPE_CHECKING:
+    from service.connections import Conn
+
+GENESIS = bytes(32)
+MAX_PROBLEMS = 50
+DECODE_ERRORS = (UnknownEventType, msgspec.MsgspecError, KeyError)
+
+
+@dataclass
+class Report:
+    events: int = 0
+    streams: int = 0
+    problems: list[str] = field(default_factory=list)
+    read_models: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def lines(self) -> list[str]:
+        out = [f"events: {self.events}", f"streams: {self.streams}"]
+        out += [f"read model {name}: {state}" for name, state in self.read_models.items()]
+        out += [f"PROBLEM: {p}" for p in self.problems]
+        out.append("verify: OK" if self.ok else f"verify: FAILED ({len(self.problems)} problems)")
+        return out
+
+
+async def verify(conn: Conn) -> Report:
+    """Everything verify builds lives in one transaction that always rolls back."""
+    report = Report()
+    tx = conn.transaction(isolation="repeatable_read")
+    await tx.start()
+    try:
+        await _check_positions(conn, report)
+        await _check_streams(conn, report)
+        await _check_chain(conn, report)
+        try:
+            await _check_read_models(conn, report)
+        except DECODE_ERRORS as exc:
+            report.problems.append(f"read models could not be rebuilt: {exc!r}")
+    finally:
+        await tx.rollback()
+    return report
+
+
+async def _check_positions(conn: Conn, report: Report) -> None:
+    positions = await eventstore.positions(conn)
+    report.events = positions.count
+    if positions.count and (positions.low != 1 or positions.high != positions.count):
+        report.problems.append(
+            f"positions are not 1..N: {positions.count} events span "
+            f"{positions.low}..{positions.high}"
+        )
+    if positions.head != positions.high:
+        report.problems.append(
+            f"log head is {positions.head} but the last event is {positions.high}"
+        )
+
+
+async def _check_streams(conn: Conn, report: Report) -> None:
+    report.streams = await eventstore.stream_count(conn)
+    for stream in await eventstore.inconsistent_streams(conn):
+        report.problems.append(
+            f"stream {stream.stream_type}/{stream.stream_key}: {stream.events} events, "
+            f"last version {stream.last_version}, streams table says {stream.recorded_version}"
+        )
+
+
+async def _check_chain(conn: Conn, report: Report) -> None:
+    previous = GENESIS
+    expected_position = 1
+    async for link in eventstore.chain(conn):
+        if len(report.problems) >= MAX_PROBLEMS:
+            report.problems.append("too many problems; stopped checking the chain")
+            return
+        position = link.position
+        if position != expected_position:
+            report.problems.append(f"expected position {expected_position}, found {position}")
+            expected_position = position
+        expected_position += 1
+        if link.prev_hash != previous:
+            report.problems.append(f"event {position}: prev_hash does not match event before it")
+        if hashlib.sha256(link.prev_hash + link.canonical.encode()).digest() != link.hash:
+            report.problems.append(f"event {position}: hash does not match its content")
+        previous = link.hash
+        try:
+            decode_event(link.type, link.schema_version, link.data)
+        except DECODE_ERRORS as exc:
+            report.problems.append(f"event {position} ({link.type}) does not decode: {exc}")
+
+
+async def _check_read_models(conn: Conn, report: Report) -> None:
+    """Rebuild into a scratch schema (same transaction, rolled back) and diff table by table."""
+    head = await eventstore.head(conn)
+    checkpoints = {
+        r["name"]: r["position"]
+        for r in await conn.fetch("SELECT name, position FROM projection_checkpoints")
+    }
+    upto = {p.name: (head if p.mode == "inline" else checkpoints.get(p.name, 0)) for p in ALL}
+    await create_scratch(conn, "verify_scratch")
+    await conn.execute("SET LOCAL search_path = verify_scratch, public")
+    await rebuild(conn, upto)
+    await conn.execute("SET LOCAL search_path = readmodel, public")
+    for projection in ALL:
+        for table in projection.tables:
+            diff = await conn.fetchval(
+                f"SELECT count(*) FROM ((TABLE readmodel.{table} EXCEPT ALL "  # noqa: S608 - ours
+                f"TABLE verify_scratch.{table}) UNION ALL (TABLE verify_scratch.{table} "
+                f"EXCEPT ALL TABLE readmodel.{table})) d"
+            )
+            if diff:
+                report.problems.append(f"read model {table}: {diff} rows differ from a rebuild")
+                report.read_models[table] = "DIFFERS"
+            else:
+                report.read_models[table] = "matches rebuild"

