@@ -3,19 +3,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from projections.base import Projection
-from service.accounts.events import (
+from service.users.events import (
+    PasswordChanged,
     PersonalAccessTokenCreated,
     PersonalAccessTokenDeleted,
     PersonalAccessTokensSeen,
     ServiceAccountCreated,
     ServiceAccountDeleted,
     ServiceAccountUpdated,
-)
-from service.users.events import (
-    PasswordChanged,
     UserCreated,
     UserDeleted,
     UsersDeleted,
@@ -27,10 +25,8 @@ from service.users.events import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
+    from service.codec import RecordedEvent
     from service.connections import Conn
-    from service.events import Event, RecordedEvent
 
 INSERT_ACCOUNT = """
 INSERT INTO users (id, account_type, name, username, email, root_role, created_at)
@@ -60,8 +56,8 @@ SIGN_IN_FAILED = "UPDATE users SET login_attempts = $2 WHERE id = $1"
 SIGNED_OUT = "DELETE FROM sessions WHERE session_hash = $1 AND user_id = $2"
 INSERT_PAT = """
 INSERT INTO personal_access_tokens (id, user_id, secret_hash, secret_hint, description,
-                                    created_at, expires_at, body)
-VALUES ($1, $2, $3, $4, $5, $6, $7, readmodel.pat_body($1, $4, $6, NULL, $2, $5, $7))
+                                    created_at, expires_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
 ON CONFLICT (id) DO NOTHING
 """
 DELETE_PAT = "DELETE FROM personal_access_tokens WHERE id = $1 AND user_id = $2"
@@ -71,10 +67,7 @@ WITH seen AS (
     FROM personal_access_tokens p
     JOIN unnest($1::bigint[], $2::timestamptz[]) AS s(id, seen_at) ON s.id = p.id
 )
-UPDATE personal_access_tokens p
-SET seen_at = seen.seen_at,
-    body = readmodel.pat_body(p.id, p.secret_hint, p.created_at, seen.seen_at, p.user_id,
-                              p.description, p.expires_at)
+UPDATE personal_access_tokens p SET seen_at = seen.seen_at
 FROM seen WHERE p.id = seen.id
 """
 
@@ -117,70 +110,76 @@ async def _import(conn: Conn, e: UsersImported) -> None:
     await conn.execute(IMPORT_PASSWORDS, ids, [u.password_hash for u in users])
 
 
-# One statement per event type: (SQL, the event's arguments for it).
-_STATEMENTS: dict[type[Event], tuple[str, Callable[[Any], tuple[object, ...]]]] = {
-    UserCreated: (
-        INSERT_ACCOUNT,
-        lambda e: (e.user_id, "User", e.name, e.username, e.email, e.root_role, e.created_at),
-    ),
-    UserUpdated: (UPDATE_USER, lambda e: (e.user_id, e.name, e.email, e.root_role)),
-    UserDeleted: (DELETE_ACCOUNT, lambda e: (e.user_id,)),
-    PasswordChanged: (SET_PASSWORD, lambda e: (e.user_id, e.password_hash)),
-    UserSignedIn: (
-        SIGNED_IN,
-        lambda e: (e.user_id, e.seen_at, e.session_hash, e.session_expires_at),
-    ),
-    UserSignInFailed: (SIGN_IN_FAILED, lambda e: (e.user_id, e.login_attempts)),
-    UserSignedOut: (SIGNED_OUT, lambda e: (e.session_hash, e.user_id)),
-    ServiceAccountCreated: (
-        INSERT_ACCOUNT,
-        lambda e: (
-            e.account_id,
-            "Service Account",
-            e.name,
-            e.username,
-            None,
-            e.root_role,
-            e.created_at,
-        ),
-    ),
-    ServiceAccountUpdated: (UPDATE_SERVICE_ACCOUNT, lambda e: (e.account_id, e.name, e.root_role)),
-    ServiceAccountDeleted: (DELETE_ACCOUNT, lambda e: (e.account_id,)),
-    PersonalAccessTokenCreated: (
-        INSERT_PAT,
-        lambda e: (
-            e.token_id,
-            e.user_id,
-            e.secret_hash,
-            e.secret_hint,
-            e.description,
-            e.created_at,
-            e.expires_at,
-        ),
-    ),
-    PersonalAccessTokenDeleted: (DELETE_PAT, lambda e: (e.token_id, e.user_id)),
-    PersonalAccessTokensSeen: (
-        PATS_SEEN,
-        lambda e: ([u.token_id for u in e.seen], [u.seen_at for u in e.seen]),
-    ),
-    UsersDeleted: (DELETE_ACCOUNTS, lambda e: ([u.user_id for u in e.users],)),
-}
-
-
-async def apply(conn: Conn, recorded: RecordedEvent) -> None:
-    if isinstance(recorded.event, UsersImported):
-        await _import(conn, recorded.event)
-        return
-    statement = _STATEMENTS.get(type(recorded.event))
-    if statement is not None:
-        sql, arguments = statement
-        await conn.execute(sql, *arguments(recorded.event))
+async def apply(conn: Conn, recorded: RecordedEvent) -> None:  # noqa: C901, PLR0912 - a case per type
+    match recorded.event:
+        case UserCreated() as e:
+            await conn.execute(
+                INSERT_ACCOUNT,
+                e.user_id,
+                "User",
+                e.name,
+                e.username,
+                e.email,
+                e.root_role,
+                e.created_at,
+            )
+        case UserUpdated() as e:
+            await conn.execute(UPDATE_USER, e.user_id, e.name, e.email, e.root_role)
+        case UserDeleted() as e:
+            await conn.execute(DELETE_ACCOUNT, e.user_id)
+        case PasswordChanged() as e:
+            await conn.execute(SET_PASSWORD, e.user_id, e.password_hash)
+        case UserSignedIn() as e:
+            await conn.execute(
+                SIGNED_IN, e.user_id, e.seen_at, e.session_hash, e.session_expires_at
+            )
+        case UserSignInFailed() as e:
+            await conn.execute(SIGN_IN_FAILED, e.user_id, e.login_attempts)
+        case UserSignedOut() as e:
+            await conn.execute(SIGNED_OUT, e.session_hash, e.user_id)
+        case UsersDeleted() as e:
+            await conn.execute(DELETE_ACCOUNTS, [u.user_id for u in e.users])
+        case UsersImported() as e:
+            await _import(conn, e)
+        case ServiceAccountCreated() as e:
+            await conn.execute(
+                INSERT_ACCOUNT,
+                e.account_id,
+                "Service Account",
+                e.name,
+                e.username,
+                None,
+                e.root_role,
+                e.created_at,
+            )
+        case ServiceAccountUpdated() as e:
+            await conn.execute(UPDATE_SERVICE_ACCOUNT, e.account_id, e.name, e.root_role)
+        case ServiceAccountDeleted() as e:
+            await conn.execute(DELETE_ACCOUNT, e.account_id)
+        case PersonalAccessTokenCreated() as e:
+            await conn.execute(
+                INSERT_PAT,
+                e.token_id,
+                e.user_id,
+                e.secret_hash,
+                e.secret_hint,
+                e.description,
+                e.created_at,
+                e.expires_at,
+            )
+        case PersonalAccessTokenDeleted() as e:
+            await conn.execute(DELETE_PAT, e.token_id, e.user_id)
+        case PersonalAccessTokensSeen() as e:
+            if e.seen:
+                ids, times = [u.token_id for u in e.seen], [u.seen_at for u in e.seen]
+                await conn.execute(PATS_SEEN, ids, times)
+        case _:
+            pass
 
 
 PROJECTION = Projection(
     name="accounts",
     mode="inline",
     tables=("users", "user_passwords", "personal_access_tokens", "sessions"),
-    handles=frozenset({UsersImported.type_name()} | {c.type_name() for c in _STATEMENTS}),
     apply=apply,
 )

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 from projections.base import Projection
 
 if TYPE_CHECKING:
+    from service.codec import RecordedEvent
     from service.connections import Conn
-    from service.events import RecordedEvent
 
 # Idempotent: a row only counts an event whose position is beyond the last one it counted.
 COUNT_EVENT = """
@@ -38,6 +38,5 @@ PROJECTION = Projection(
     name="activity_daily",
     mode="async",
     tables=("activity_daily",),
-    handles=None,
     apply=apply,
 )

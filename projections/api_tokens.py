@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from projections.base import Projection
-from service.accounts.events import ApiTokenCreated, ApiTokenDeleted
+from service.api_tokens.events import ApiTokenCreated, ApiTokenDeleted
 
 if TYPE_CHECKING:
+    from service.codec import RecordedEvent
     from service.connections import Conn
-    from service.events import RecordedEvent
 
 INSERT_TOKEN = """
 INSERT INTO api_tokens (id, secret_hash, secret_hint, token_name, type, environment, projects,
@@ -45,6 +45,5 @@ PROJECTION = Projection(
     name="api_tokens",
     mode="inline",
     tables=("api_tokens",),
-    handles=frozenset({ApiTokenCreated.type_name(), ApiTokenDeleted.type_name()}),
     apply=apply,
 )

@@ -1,16 +1,16 @@
-"""Read model `features`: one row per flag ever created, archived ones included."""
+"""Read model `features`: one row per flag ever created, archived ones included, with its
+per-environment state, strategies, tags and dependencies."""
 
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 
+from projections import shapes
 from projections.base import Projection
 from service.features.events import (
-    ClonedDependency,
-    ClonedEnvironment,
     DependencyAdded,
     DependencyRemoved,
     EnvironmentVariantsSet,
@@ -20,6 +20,7 @@ from service.features.events import (
     FeatureEnvironmentDisabled,
     FeatureEnvironmentEnabled,
     FeatureRevived,
+    FeatureStaleSet,
     FeatureTagged,
     FeatureUntagged,
     StrategyAdded,
@@ -29,10 +30,8 @@ from service.features.events import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
+    from service.codec import RecordedEvent
     from service.connections import Conn
-    from service.events import Event, RecordedEvent
 
 INSERT_FEATURE = """
 INSERT INTO features (name, project, type, description, impression_data, created_at,
@@ -79,6 +78,7 @@ INSERT INTO feature_dependencies (child, parent, enabled, variants) VALUES ($1, 
 ON CONFLICT (child, parent) DO UPDATE SET enabled = excluded.enabled, variants = excluded.variants
 """
 UNDEPEND = "DELETE FROM feature_dependencies WHERE child = $1 AND parent = $2"
+STALE = "UPDATE features SET stale = $2 WHERE name = $1"
 
 _json = msgspec.json.Encoder()
 
@@ -89,54 +89,59 @@ def _strategy_columns(s: StrategyData) -> tuple[object, ...]:
         s.title,
         s.disabled,
         s.sort_order,
-        _json.encode(s.constraints).decode(),
+        shapes.constraints(s.constraints),
         _json.encode(s.parameters).decode(),
-        _json.encode(s.variants).decode(),
+        shapes.strategy_variants(s.variants),
         s.segments,
     )
 
 
-def _variants(
-    e: EnvironmentVariantsSet | DependencyAdded | ClonedEnvironment | ClonedDependency,
-) -> str:
-    return _json.encode(e.variants).decode()
-
-
-# One statement per event type: (SQL, the event's arguments for it).
-_STATEMENTS: dict[type[Event], tuple[str, Callable[[Any], tuple[object, ...]]]] = {
-    FeatureCreated: (
-        INSERT_FEATURE,
-        lambda e: (
-            e.name,
-            e.project,
-            e.feature_type,
-            e.description,
-            e.impression_data,
-            e.created_at,
-        ),
-    ),
-    FeatureArchived: (ARCHIVE, lambda e: (e.name, e.archived_at)),
-    FeatureRevived: (REVIVE, lambda e: (e.name, e.revived_at, e.lifecycle_stage)),
-    StrategyAdded: (
-        INSERT_STRATEGY,
-        lambda e: (
-            e.strategy.id,
-            e.name,
-            e.environment,
-            *_strategy_columns(e.strategy),
-            e.added_at,
-        ),
-    ),
-    StrategyUpdated: (UPDATE_STRATEGY, lambda e: (e.strategy.id, *_strategy_columns(e.strategy))),
-    StrategyRemoved: (DELETE_STRATEGY, lambda e: (e.strategy_id,)),
-    FeatureEnvironmentEnabled: (SWITCH, lambda e: (e.name, e.environment, True)),
-    FeatureEnvironmentDisabled: (SWITCH, lambda e: (e.name, e.environment, False)),
-    EnvironmentVariantsSet: (SET_VARIANTS, lambda e: (e.name, e.environment, _variants(e))),
-    FeatureTagged: (TAG, lambda e: (e.name, e.tag_type, e.value, e.tagged_at)),
-    FeatureUntagged: (UNTAG, lambda e: (e.name, e.tag_type, e.value)),
-    DependencyAdded: (DEPEND, lambda e: (e.name, e.parent, e.enabled, _variants(e))),
-    DependencyRemoved: (UNDEPEND, lambda e: (e.name, e.parent)),
-}
+async def apply(conn: Conn, recorded: RecordedEvent) -> None:  # noqa: C901, PLR0912 - a case per type
+    match recorded.event:
+        case FeatureCreated() as e:
+            await conn.execute(
+                INSERT_FEATURE,
+                e.name,
+                e.project,
+                e.feature_type,
+                e.description,
+                e.impression_data,
+                e.created_at,
+            )
+        case FeatureArchived() as e:
+            await conn.execute(ARCHIVE, e.name, e.archived_at)
+        case FeatureRevived() as e:
+            await conn.execute(REVIVE, e.name, e.revived_at, e.lifecycle_stage)
+        case FeatureStaleSet() as e:
+            await conn.execute(STALE, e.name, e.stale)
+        case StrategyAdded() as e:
+            columns = _strategy_columns(e.strategy)
+            await conn.execute(
+                INSERT_STRATEGY, e.strategy.id, e.name, e.environment, *columns, e.added_at
+            )
+        case StrategyUpdated() as e:
+            await conn.execute(UPDATE_STRATEGY, e.strategy.id, *_strategy_columns(e.strategy))
+        case StrategyRemoved() as e:
+            await conn.execute(DELETE_STRATEGY, e.strategy_id)
+        case FeatureEnvironmentEnabled() as e:
+            await conn.execute(SWITCH, e.name, e.environment, True)  # noqa: FBT003 - SQL arguments
+        case FeatureEnvironmentDisabled() as e:
+            await conn.execute(SWITCH, e.name, e.environment, False)  # noqa: FBT003
+        case EnvironmentVariantsSet() as e:
+            await conn.execute(SET_VARIANTS, e.name, e.environment, shapes.variants(e.variants))
+        case FeatureTagged() as e:
+            await conn.execute(TAG, e.name, e.tag_type, e.value, e.tagged_at)
+        case FeatureUntagged() as e:
+            await conn.execute(UNTAG, e.name, e.tag_type, e.value)
+        case DependencyAdded() as e:
+            variants = _json.encode(e.variants).decode()
+            await conn.execute(DEPEND, e.name, e.parent, e.enabled, variants)
+        case DependencyRemoved() as e:
+            await conn.execute(UNDEPEND, e.name, e.parent)
+        case FeatureCloned() as e:
+            await _apply_clone(conn, e)
+        case _:
+            pass
 
 
 async def _apply_clone(conn: Conn, e: FeatureCloned) -> None:
@@ -145,7 +150,7 @@ async def _apply_clone(conn: Conn, e: FeatureCloned) -> None:
     await conn.execute(INSERT_FEATURE, *created)
     for env in e.environments:
         if env.variants:
-            await conn.execute(SET_VARIANTS, e.name, env.environment, _variants(env))
+            await conn.execute(SET_VARIANTS, e.name, env.environment, shapes.variants(env.variants))
     # Copies keep the source's order: created_at breaks sortOrder ties, so it counts up.
     copied = [(env.environment, s) for env in e.environments for s in env.strategies]
     strategies = [
@@ -157,17 +162,8 @@ async def _apply_clone(conn: Conn, e: FeatureCloned) -> None:
     for tag in e.tags:
         await conn.execute(TAG, e.name, tag.tag_type, tag.value, e.created_at)
     for dep in e.dependencies:
-        await conn.execute(DEPEND, e.name, dep.parent, dep.enabled, _variants(dep))
-
-
-async def apply(conn: Conn, recorded: RecordedEvent) -> None:
-    if isinstance(recorded.event, FeatureCloned):
-        await _apply_clone(conn, recorded.event)
-        return
-    statement = _STATEMENTS.get(type(recorded.event))
-    if statement is not None:
-        sql, arguments = statement
-        await conn.execute(sql, *arguments(recorded.event))
+        variants = _json.encode(dep.variants).decode()
+        await conn.execute(DEPEND, e.name, dep.parent, dep.enabled, variants)
 
 
 PROJECTION = Projection(
@@ -180,6 +176,5 @@ PROJECTION = Projection(
         "feature_tags",
         "feature_dependencies",
     ),
-    handles=frozenset({FeatureCloned.type_name()} | {c.type_name() for c in _STATEMENTS}),
     apply=apply,
 )

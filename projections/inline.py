@@ -9,8 +9,8 @@ from projections import INLINE
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from service.codec import RecordedEvent
     from service.connections import Conn
-    from service.events import RecordedEvent
 
 
 async def apply_inline(conn: Conn, records: Sequence[RecordedEvent]) -> None:

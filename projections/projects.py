@@ -14,8 +14,8 @@ from service.projects.events import (
 )
 
 if TYPE_CHECKING:
+    from service.codec import RecordedEvent
     from service.connections import Conn
-    from service.events import RecordedEvent
 
 INSERT_ENVIRONMENT = """
 INSERT INTO environments (name, type, sort_order, created_at) VALUES ($1, $2, $3, $4)
@@ -56,15 +56,5 @@ PROJECTION = Projection(
     name="projects",
     mode="inline",
     tables=("environments", "projects", "project_environments"),
-    handles=frozenset(
-        cls.type_name()
-        for cls in (
-            EnvironmentCreated,
-            ProjectCreated,
-            ProjectArchived,
-            ProjectEnvironmentEnabled,
-            ProjectEnvironmentDisabled,
-        )
-    ),
     apply=apply,
 )

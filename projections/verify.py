@@ -11,7 +11,7 @@ import msgspec
 from projections import ALL
 from projections.rebuild import create_scratch, rebuild
 from service import eventstore
-from service.events import UnknownEventType, decode_event
+from service.codec import UnknownEventType, decode
 
 if TYPE_CHECKING:
     from service.connections import Conn
@@ -99,7 +99,7 @@ async def _check_chain(conn: Conn, report: Report) -> None:
             report.problems.append(f"event {position}: hash does not match its content")
         previous = link.hash
         try:
-            decode_event(link.type, link.schema_version, link.data)
+            decode(link.type, link.schema_version, link.data)
         except DECODE_ERRORS as exc:
             report.problems.append(f"event {position} ({link.type}) does not decode: {exc}")
 

@@ -11,9 +11,7 @@ from aiohttp import web
 
 from projections.follower import run_async_projections
 from service import auth, connections, migrations
-from service.accounts import handlers as accounts
-from service.accounts import service_accounts, tokens
-from service.accounts.usage import TokenUsage
+from service.api_tokens import handlers as api_tokens
 from service.appkeys import (
     LIFECYCLE,
     POOL,
@@ -26,13 +24,11 @@ from service.appkeys import (
     Resolver,
 )
 from service.errors import NotReady
-from service.features import clone, configuration, dependencies, tags
-from service.features import handlers as features
+from service.features.handlers import clone, dependencies, flags, segments, strategies, tags
 from service.http import MIDDLEWARES, Route, json_response
 from service.projects import handlers as projects
-from service.segments import handlers as segments
-from service.users import handlers as users
-from service.users import inactive, search, sessions
+from service.users.handlers import inactive, search, service_accounts, sessions, tokens, users
+from service.users.usage import TokenUsage
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -73,10 +69,10 @@ ROUTES: list[Route] = [
     *users.ROUTES,
     *tokens.ROUTES,
     *service_accounts.ROUTES,
-    *accounts.ROUTES,
+    *api_tokens.ROUTES,
     *projects.ROUTES,
-    *features.ROUTES,
-    *configuration.ROUTES,
+    *flags.ROUTES,
+    *strategies.ROUTES,
     *tags.ROUTES,
     *dependencies.ROUTES,
     *clone.ROUTES,

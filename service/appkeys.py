@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 import asyncpg
 from aiohttp import web
 
-from service.accounts.usage import TokenUsage
 from service.auth import Principal
 from service.settings import Settings
+from service.users.usage import TokenUsage
 
 if TYPE_CHECKING:
     from aiohttp.web_urldispatcher import AbstractRoute

@@ -5,16 +5,18 @@ from __future__ import annotations
 import hashlib
 import secrets
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Literal
 
 import msgspec
 
-from service.events import ActorKind, Metadata
+from service.events import Metadata
 
 if TYPE_CHECKING:
     import asyncpg
 
     from service.connections import Conn
+
+ActorKind = Literal["api-token", "user", "service-account", "system"]
 
 # Permissions. ADMIN implies every other one; READ is held by any admin-API principal.
 ADMIN: Final = "ADMIN"

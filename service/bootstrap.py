@@ -6,11 +6,11 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from service import auth, store
-from service.accounts import domain, queries
+from service.api_tokens import domain, queries
 from service.events import Metadata
 from service.projects import domain as projects
 from service.projects.commands import CreateEnvironment, CreateProject
-from service.projects.queries import ENVIRONMENT_EXISTS, ENVIRONMENT_NAMES, PROJECT
+from service.projects.queries import ENVIRONMENT_EXISTS, PROJECT_EXISTS, environment_names
 
 if TYPE_CHECKING:
     from service.connections import Conn
@@ -40,17 +40,17 @@ async def _seed_defaults(conn: Conn) -> None:
         created = projects.create_environment(env, exists=False, next_sort_order=0, now=now)
         async with conn.transaction():
             await store.append(
-                conn, projects.environment_stream(name), "no-stream", [created], BOOTSTRAP
+                conn, projects.environment_stream(name), [created], BOOTSTRAP, new=True
             )
-    if await conn.fetchrow(PROJECT, projects.DEFAULT_PROJECT) is None:
-        environments = [r["name"] for r in await conn.fetch(ENVIRONMENT_NAMES)]
+    if not await conn.fetchval(PROJECT_EXISTS, projects.DEFAULT_PROJECT):
+        environments = await environment_names(conn)
         cmd = CreateProject(
             id=projects.DEFAULT_PROJECT, name="Default", description="Default project"
         )
         event = projects.create_project(cmd, exists=False, environments=environments, now=now)
         async with conn.transaction():
             stream = projects.project_stream(projects.DEFAULT_PROJECT)
-            await store.append(conn, stream, "no-stream", [event], BOOTSTRAP)
+            await store.append(conn, stream, [event], BOOTSTRAP, new=True)
 
 
 async def _seed_admin_tokens(conn: Conn, tokens: tuple[str, ...]) -> str | None:
@@ -71,7 +71,7 @@ async def _seed_admin_tokens(conn: Conn, tokens: tuple[str, ...]) -> str | None:
 async def _create_admin_token(conn: Conn, token: str, *, chosen: bool) -> None:
     async with conn.transaction():
         token_id = await conn.fetchval(queries.NEXT_TOKEN_ID)
-        event = domain.create_api_token(
+        event = domain.issue_api_token(
             token_id=token_id,
             name="admin",
             scope=("admin", "*", ["*"]),
@@ -80,4 +80,4 @@ async def _create_admin_token(conn: Conn, token: str, *, chosen: bool) -> None:
             now=datetime.now(UTC),
             expires_at=None,
         )
-        await store.append(conn, domain.stream(token_id), "no-stream", [event], BOOTSTRAP)
+        await store.append(conn, domain.stream(token_id), [event], BOOTSTRAP, new=True)

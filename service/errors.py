@@ -91,3 +91,11 @@ class PatLimit(AppError):
 
     status = 403
     name = "OperationDeniedError"  # Unleash's name for it
+
+
+class InvalidOperation(AppError):
+    """An operation Unleash refuses as invalid with 403 (e.g. marking another project's flags
+    stale through this project's route)."""
+
+    status = 403
+    name = "InvalidOperationError"  # Unleash's name for it

@@ -5,21 +5,17 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import UTC, datetime
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 import asyncpg
 import msgspec
 
+from service.codec import DomainEvent, RecordedEvent, decode, decode_metadata, encode
 from service.connections import Conn
 from service.errors import Conflict
-from service.events import (
-    Event,
-    Metadata,
-    RecordedEvent,
-    decode_event,
-    decode_metadata,
-    encode,
-)
+
+if TYPE_CHECKING:
+    from service.events import Metadata
 
 NOTIFY_CHANNEL: Final = "events"  # every append notifies it with the last position
 NO_STREAM: Final = "no-stream"
@@ -82,7 +78,7 @@ async def append(  # noqa: PLR0913 - the envelope has this many parts
     conn: Conn,
     stream: tuple[str, str],
     expected: Expected,
-    events: Sequence[Event],
+    events: Sequence[DomainEvent],
     metadata: Metadata,
     *,
     event_ids: Sequence[uuid.UUID] | None = None,
@@ -174,7 +170,7 @@ def _record(row: asyncpg.Record) -> RecordedEvent:
         event_id=row["event_id"],
         recorded_at=row["recorded_at"],
         metadata=decode_metadata(row["metadata"]),
-        event=decode_event(row["type"], row["schema_version"], row["data"]),
+        event=decode(row["type"], row["schema_version"], row["data"]),
     )
 
 

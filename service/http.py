@@ -1,13 +1,15 @@
-"""Middlewares (request context and log line, errors, auth, content type) and JSON helpers."""
+"""Middlewares (request context and log line, errors, auth, content type) and the helpers every
+handler uses: reading a body into a request Struct, the write transaction, the actor, answers."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import msgspec
 import structlog
@@ -26,6 +28,10 @@ from service.appkeys import (
     TOKEN_USAGE,
 )
 from service.auth import Principal
+
+if TYPE_CHECKING:
+    from service.connections import Conn
+    from service.events import Metadata
 
 log = structlog.get_logger()
 
@@ -49,8 +55,25 @@ class Route:
     body: bool = False  # True: the route reads a JSON body, so the content type is checked
 
 
-def json_response(data: Any, status: int = 200) -> web.Response:
-    return web.Response(body=_encoder.encode(data), status=status, content_type="application/json")
+def json_response(body: Any, status: int = 200) -> web.Response:
+    """A response Struct (or, for errors and probes, a small dict) as the JSON answer."""
+    return web.Response(body=_encoder.encode(body), status=status, content_type="application/json")
+
+
+def empty(status: int = 200) -> web.Response:
+    return web.Response(status=status)
+
+
+@contextlib.asynccontextmanager
+async def transaction(request: web.Request) -> AsyncIterator[Conn]:
+    """One connection and one transaction: a command's load, decision and append share it."""
+    async with request.app[POOL].acquire() as conn, conn.transaction():
+        yield conn
+
+
+def actor(request: web.Request) -> Metadata:
+    """Who caused the events of this request, and through which request."""
+    return request[PRINCIPAL].metadata(request[REQUEST_ID])
 
 
 def error_response(request: web.Request, status: int, name: str, message: str) -> web.Response:

@@ -1,57 +1,74 @@
-"""The write path: append events with the inline projections applied in the same transaction."""
+"""The write path's last step: append a decision's events, with the inline projections, in the
+caller's transaction; and the one table that turns a refusing unique constraint into the
+domain error it means.
+
+Concurrency model (docs/architecture.md): what a command changes is locked in the read models
+(`SELECT ... FOR UPDATE`) before its state is read, so commands on one thing run one after
+another and each decides on what the previous one committed. What a command creates is guarded
+by unique constraints: a new stream's key (`streams`), and the read models' unique indexes.
+Stream versions only number events; appends do not compare them.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
+
+import asyncpg
 
 from projections.inline import apply_inline
 from service import eventstore
-from service.errors import Conflict, NameExists
+from service.errors import AppError, Conflict, NameExists
 
 if TYPE_CHECKING:
     import uuid
     from collections.abc import Sequence
 
+    from service.codec import DomainEvent, RecordedEvent
     from service.connections import Conn
-    from service.events import Event, Metadata, RecordedEvent
+    from service.events import Metadata
+
+# A new stream whose key is taken: the stream type -> what is taken.
+TAKEN_STREAMS: Final[dict[str, tuple[type[AppError], str]]] = {
+    "feature": (NameExists, "A flag with that name already exists"),
+    "project": (NameExists, "A project with that id already exists"),
+    "environment": (NameExists, "An environment with that name already exists"),
+}
+# A unique constraint of a read model that refused an inline projection's write, and the type
+# of the stream that was written: what is taken. (A decision checks these first and answers the
+# same status with a message naming the value; this table answers when a concurrent command
+# took the value between that check and the append.)
+UNIQUE_CONSTRAINTS: Final[dict[tuple[str, str], tuple[type[AppError], str]]] = {
+    ("segments_name_key", "segment"): (NameExists, "A segment with that name already exists"),
+    ("users_email_key", "user"): (NameExists, "User already exists"),
+    ("users_username_key", "user"): (NameExists, "User already exists"),
+    ("users_username_key", "service-account"): (
+        NameExists,
+        "A user or service account with that username exists",
+    ),
+}
 
 
-async def append(  # noqa: PLR0913 - mirrors eventstore.append
+async def append(  # noqa: PLR0913 - the envelope has this many parts
     conn: Conn,
     stream: tuple[str, str],
-    expected: eventstore.Expected,
-    events: Sequence[Event],
+    events: Sequence[DomainEvent],
     metadata: Metadata,
     *,
+    new: bool = False,
     event_ids: Sequence[uuid.UUID] | None = None,
 ) -> list[RecordedEvent]:
-    return await eventstore.append(
-        conn, stream, expected, events, metadata, event_ids=event_ids, inline=apply_inline
-    )
-
-
-async def append_to_current(
-    conn: Conn, stream: tuple[str, str], events: Sequence[Event], metadata: Metadata
-) -> list[RecordedEvent]:
-    """Append at the version the stream has now: a concurrent writer to it turns into a 409."""
-    version = await eventstore.stream_version(conn, stream)
-    expected: eventstore.Expected = "no-stream" if version is None else version
+    """Append to one stream; `new`: the stream must not exist yet (it starts with a create)."""
+    expected: eventstore.Expected = eventstore.NO_STREAM if new else eventstore.ANY
     try:
-        return await append(conn, stream, expected, events, metadata)
+        return await eventstore.append(
+            conn, stream, expected, events, metadata, event_ids=event_ids, inline=apply_inline
+        )
     except eventstore.WrongExpectedVersion:
-        raise Conflict(f"{stream[0]} {stream[1]} was changed concurrently; retry") from None
-
-
-async def append_new(
-    conn: Conn,
-    stream: tuple[str, str],
-    events: Sequence[Event],
-    metadata: Metadata,
-    *,
-    exists: str,
-) -> list[RecordedEvent]:
-    """Start a stream; when a concurrent writer started it first, 409 NameExists(exists)."""
-    try:
-        return await append(conn, stream, "no-stream", events, metadata)
-    except eventstore.WrongExpectedVersion:
-        raise NameExists(exists) from None
+        kind, message = TAKEN_STREAMS.get(stream[0], (Conflict, f"{stream[0]} exists already"))
+        raise kind(message) from None
+    except asyncpg.UniqueViolationError as exc:
+        known = UNIQUE_CONSTRAINTS.get((exc.constraint_name or "", stream[0]))
+        if known is None:
+            raise
+        kind, message = known
+        raise kind(message) from None

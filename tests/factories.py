@@ -6,47 +6,44 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from service import auth, store
-from service.accounts.events import (
-    ApiTokenCreated,
-    PersonalAccessTokenCreated,
-    ServiceAccountCreated,
-)
-from service.events import Event, Metadata, RecordedEvent
-from service.users.events import UserCreated
+from projections.inline import apply_inline
+from service import auth, eventstore
+from service.api_tokens.events import ApiTokenCreated
+from service.events import Metadata
+from service.features.events import SegmentDeleted
+from service.users.events import PersonalAccessTokenCreated, ServiceAccountCreated, UserCreated
 
 if TYPE_CHECKING:
+    from service.codec import DomainEvent, RecordedEvent
     from service.connections import Conn
 
 TEST_ACTOR = Metadata(actor_id="test", actor_name="test", actor_kind="system", source="test")
 
 
-class Noted(Event, frozen=True, kw_only=True, tag="TestNoted"):
-    """A test-only event type: a stream of numbered notes."""
-
-    n: int
-    text: str = ""
-
-
-def noted(n: int = 1, text: str = "") -> Noted:
-    return Noted(n=n, text=text)
+def noted(n: int = 1, text: str = "") -> SegmentDeleted:
+    """A numbered event that changes no read model (a segment that never existed is deleted):
+    for tests of the log itself, where what the events say does not matter."""
+    return SegmentDeleted(segment_id=n, name=text)
 
 
 async def append(
     conn: Conn,
-    events: list[Event] | None = None,
+    events: list[DomainEvent] | None = None,
     *,
     stream: tuple[str, str] | None = None,
-    expected: Any = "any",
+    expected: eventstore.Expected = "any",
     metadata: Metadata = TEST_ACTOR,
 ) -> list[RecordedEvent]:
+    """Append in a transaction of its own, with the inline projections (and any expected
+    stream version: the event store's own contract, below the write path's)."""
     async with conn.transaction():
-        return await store.append(
+        return await eventstore.append(
             conn,
             stream or ("test", uuid.uuid4().hex),
             expected,
             events or [noted()],
             metadata,
+            inline=apply_inline,
         )
 
 
@@ -92,7 +89,7 @@ async def account(
     created = created_at or now
     secret = auth.PAT_PREFIX + auth.new_secret()
     name = username or f"{'sa' if service else 'user'}-{account_id}"
-    events: list[Event] = [
+    events: list[DomainEvent] = [
         ServiceAccountCreated(
             account_id=account_id, username=name, name=name, root_role=role, created_at=created
         )

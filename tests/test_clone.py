@@ -11,6 +11,7 @@ from projections import features as features_projection
 from projections.verify import verify
 from service import auth, eventstore
 from service.appkeys import POOL
+from service.features.events import FeatureCloned
 from tests.conftest import ADMIN, as_principal
 from tests.test_features import FEATURES, create, error, event_count
 
@@ -146,9 +147,9 @@ async def test_the_clone_event_alone_rebuilds_the_copy(
     tables = features_projection.PROJECTION.tables
     async with app[POOL].acquire() as conn, conn.transaction():
         (cloned,) = await eventstore.read_stream(conn, ("feature", "copy"))
-        assert cloned.event.type_name() == "FeatureCloned"
-        assert cloned.event.source == "src"  # type: ignore[attr-defined]
-        assert cloned.event.source_position == await eventstore.last_position(  # type: ignore[attr-defined]
+        assert isinstance(cloned.event, FeatureCloned)
+        assert cloned.event.source == "src"
+        assert cloned.event.source_position == await eventstore.last_position(
             conn, ("feature", "src")
         )
         await conn.execute("CREATE SCHEMA only_clone")

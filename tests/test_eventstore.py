@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING
 import asyncpg
 import pytest
 
-from service import connections, eventstore, store
-from service.events import decode_metadata
+from service import connections, eventstore
+from service.codec import decode_metadata
 from service.eventstore import WrongExpectedVersion
-from tests.factories import TEST_ACTOR, Noted, append, noted
+from tests.factories import TEST_ACTOR, append, noted
 
 if TYPE_CHECKING:
     from service.connections import Conn
@@ -64,7 +64,7 @@ async def test_exact_version_conflicts_when_the_stream_moved(any_conn: Conn) -> 
 
 
 async def test_twenty_concurrent_appends_with_one_expected_version(any_dsn: str) -> None:
-    pool = await asyncpg.create_pool(any_dsn, min_size=20, max_size=20)
+    pool = await connections.create_pool(any_dsn, 20)
     assert pool is not None
     async with pool.acquire() as conn:
         await append(conn, stream=("test", "race"), expected="no-stream")
@@ -90,7 +90,7 @@ async def test_twenty_concurrent_appends_with_one_expected_version(any_dsn: str)
 async def test_reader_following_the_log_misses_nothing(any_dsn: str) -> None:
     """32 writers append while a reader follows position > checkpoint: it sees 1..N in order."""
     writers, per_writer = 32, 15
-    pool = await asyncpg.create_pool(any_dsn, min_size=8, max_size=34)
+    pool = await connections.create_pool(any_dsn, 34)
     assert pool is not None
     done = asyncio.Event()
     seen: list[int] = []
@@ -130,7 +130,7 @@ async def test_a_rollback_leaves_no_hole(any_conn: Conn) -> None:
     await append(any_conn, [noted(1)])
     tx = any_conn.transaction()
     await tx.start()
-    await store.append(any_conn, ("test", "doomed"), "no-stream", [noted(2)], TEST_ACTOR)
+    await eventstore.append(any_conn, ("test", "doomed"), "no-stream", [noted(2)], TEST_ACTOR)
     await tx.rollback()
     await append(any_conn, [noted(3)])
     positions = await any_conn.fetch("SELECT position FROM events ORDER BY position")
@@ -141,18 +141,18 @@ async def test_a_rollback_leaves_no_hole(any_conn: Conn) -> None:
 async def test_event_id_makes_an_append_idempotent(any_conn: Conn) -> None:
     ids = [uuid.uuid4(), uuid.uuid4()]
     async with any_conn.transaction():
-        first = await store.append(
+        first = await eventstore.append(
             any_conn, ("test", "i"), "no-stream", [noted(1), noted(2)], TEST_ACTOR, event_ids=ids
         )
     async with any_conn.transaction():
-        again = await store.append(
+        again = await eventstore.append(
             any_conn, ("test", "i"), "no-stream", [noted(1), noted(2)], TEST_ACTOR, event_ids=ids
         )
     assert [r.position for r in again] == [r.position for r in first] == [1, 2]
     assert await any_conn.fetchval("SELECT count(*) FROM events") == 2
     with pytest.raises(eventstore.PartialDuplicate):
         async with any_conn.transaction():
-            await store.append(
+            await eventstore.append(
                 any_conn,
                 ("test", "i"),
                 2,
@@ -200,7 +200,7 @@ async def test_read_all_pages_through_the_whole_log(any_conn: Conn) -> None:
         await append(any_conn, [noted(i)])
     batches = [b async for b in eventstore.read_all(any_conn, after=2, batch=2)]
     assert [[r.position for r in b] for b in batches] == [[3, 4], [5, 6], [7]]
-    assert isinstance(batches[0][0].event, Noted)
+    assert batches[0][0].event == noted(2)
 
 
 async def test_a_concurrent_duplicate_append_is_a_conflict_then_a_no_op(any_dsn: str) -> None:
@@ -209,11 +209,11 @@ async def test_a_concurrent_duplicate_append_is_a_conflict_then_a_no_op(any_dsn:
     try:
         tx = first.transaction()
         await tx.start()
-        await store.append(first, ("test", "d"), "any", [noted(1)], TEST_ACTOR, event_ids=ids)
+        await eventstore.append(first, ("test", "d"), "any", [noted(1)], TEST_ACTOR, event_ids=ids)
 
         async def again() -> list[int | None]:
             async with second.transaction():
-                records = await store.append(
+                records = await eventstore.append(
                     second, ("test", "d"), "any", [noted(1)], TEST_ACTOR, event_ids=ids
                 )
             return [r.position for r in records]

@@ -10,9 +10,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from projections.verify import verify
-from service.accounts.events import PersonalAccessTokensSeen, TokenUse
 from service.appkeys import POOL
-from service.users.events import UserSignedIn
+from service.users.events import PersonalAccessTokensSeen, TokenUse, UserSignedIn
 from tests import factories
 from tests.conftest import ADMIN
 from tests.test_features import error, event_count

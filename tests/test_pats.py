@@ -11,8 +11,8 @@ import asyncpg
 import pytest
 
 from service import auth, connections
-from service.accounts.usage import TokenUsage
 from service.appkeys import POOL
+from service.users.usage import TokenUsage
 from tests.conftest import ADMIN
 from tests.test_features import error, event_count
 from tests.test_sessions import session, sign_in

@@ -14,7 +14,7 @@ from projections.follower import catch_up_once, run_async_projections
 from projections.replay import replay
 from projections.verify import verify
 from service import cli, connections, store
-from service.accounts.events import ApiTokenDeleted
+from service.api_tokens.events import ApiTokenDeleted
 from tests.factories import TEST_ACTOR, api_token_created, append, noted
 
 if TYPE_CHECKING:
@@ -31,9 +31,7 @@ async def test_inline_projection_writes_in_the_same_transaction(
     await append(any_conn, [api_token_created(1)], stream=("api-token", "1"))
     tx = any_conn.transaction()
     await tx.start()
-    await store.append(
-        any_conn, ("api-token", "2"), "no-stream", [api_token_created(2)], TEST_ACTOR
-    )
+    await store.append(any_conn, ("api-token", "2"), [api_token_created(2)], TEST_ACTOR, new=True)
     assert len(await any_conn.fetch(TOKEN_ROWS)) == 2  # read-your-writes inside the transaction
     await tx.rollback()
     assert [tuple(r) for r in await any_conn.fetch(TOKEN_ROWS)] == [(1, "token-1", "client")]
@@ -157,7 +155,7 @@ async def test_verify_finds_an_edited_event(any_conn: Conn) -> None:
     await append(any_conn, [noted(1), noted(2), noted(3)])
     await _tamper(
         any_conn,
-        """UPDATE events SET data = '{"type": "TestNoted", "n": 9}'
+        """UPDATE events SET data = '{"type": "SegmentDeleted", "segment_id": 9, "name": ""}'
                                WHERE position = 2""",
     )
     assert "event 2: hash does not match its content" in (await verify(any_conn)).problems
@@ -185,7 +183,7 @@ async def test_export_writes_ndjson_in_position_order(any_conn: Conn) -> None:
     assert await cli.export(any_conn, out) == 2
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     assert [line["position"] for line in lines] == [1, 2]
-    assert lines[1]["data"] == {"type": "TestNoted", "n": 2, "text": "b"}
+    assert lines[1]["data"] == {"type": "SegmentDeleted", "segment_id": 2, "name": "b"}
     assert lines[1]["prev_hash"] == lines[0]["hash"]
     assert lines[0]["prev_hash"] == "00" * 32
     assert lines[0]["metadata"]["actor_id"] == "test"

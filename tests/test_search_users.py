@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from service.appkeys import POOL
-from service.users import search as search_module
+from service.users.handlers import search as search_module
 from service.users.importer import import_users
 from tests import factories
 from tests.conftest import ADMIN

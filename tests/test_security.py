@@ -232,8 +232,12 @@ async def test_a_token_that_differs_in_one_character_is_refused(
 async def test_account_read_models_rebuild_identically(any_conn: asyncpg.Connection) -> None:
     from datetime import UTC, datetime, timedelta  # noqa: PLC0415
 
-    from service.accounts.events import PersonalAccessTokensSeen, TokenUse  # noqa: PLC0415
-    from service.users.events import UserSignedIn, UserSignInFailed  # noqa: PLC0415
+    from service.users.events import (  # noqa: PLC0415  # noqa: PLC0415
+        PersonalAccessTokensSeen,
+        TokenUse,
+        UserSignedIn,
+        UserSignInFailed,
+    )
 
     people = [await factories.account(any_conn, role=r) for r in (1, 2, 3)]
     machine = await factories.account(any_conn, role=1, service=True)

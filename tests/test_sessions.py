@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from service import auth
 from service.appkeys import POOL
 from service.users import passwords
-from service.users.sessions import WRONG_CREDENTIALS
+from service.users.domain import WRONG_CREDENTIALS
 from tests.conftest import ADMIN
 from tests.test_features import error, event_count
 from tests.test_users import STRONG, USERS, create_user, make_account

@@ -1,4 +1,5 @@
-"""Request bodies of the feature routes. Unknown fields are ignored, never honoured."""
+"""Request bodies of the flag, strategy, tag, dependency, clone and segment routes, with the
+API's limits. Unknown fields are ignored, never honoured."""
 
 from __future__ import annotations
 
@@ -17,8 +18,18 @@ class CreateFeature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     impression_data: bool = False
 
 
+FeatureNames = Annotated[list[str], msgspec.Meta(min_length=1, max_length=1000)]
+
+
 class ReviveFeatures(msgspec.Struct, frozen=True, kw_only=True):
-    features: Annotated[list[str], msgspec.Meta(min_length=1, max_length=1000)]
+    features: FeatureNames
+
+
+class MarkStale(msgspec.Struct, frozen=True, kw_only=True):
+    """Unleash's batchStaleSchema: the flags, and whether they are stale from now on."""
+
+    features: Annotated[list[str], msgspec.Meta(max_length=1000)]
+    stale: bool
 
 
 Operator = Literal[
@@ -111,3 +122,11 @@ class DependencyBody(msgspec.Struct, frozen=True, kw_only=True):
 class CloneFeature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     name: str
     replace_group_id: bool = True
+
+
+class SegmentBody(msgspec.Struct, frozen=True, kw_only=True):
+    """POST and PUT of a segment: PUT replaces the whole segment."""
+
+    name: Short
+    description: Annotated[str, msgspec.Meta(max_length=1000)] | None = None
+    constraints: Annotated[list[Constraint], msgspec.Meta(max_length=100)]

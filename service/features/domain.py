@@ -1,37 +1,64 @@
-"""Feature flags: pure decisions, no I/O."""
+"""Flags, their configuration and segments: pure decisions, no I/O.
+
+Each command has one function here: it takes the request and the state the handler loaded
+under locks (None where the thing does not exist), checks every rule in the order the API
+reports them, and returns the events to append.
+"""
 
 from __future__ import annotations
 
 import math
 import re
-import uuid
 from datetime import datetime
 from typing import TYPE_CHECKING, TypeVar, get_args
 
 import msgspec
 
-from service.errors import NameExists, NotFound, ValidationError
-from service.features.commands import Operator, StrategyVariant, Variant
+from service.errors import Conflict, InvalidOperation, NameExists, NotFound, ValidationError
+from service.features import commands
 from service.features.events import (
+    ClonedDependency,
+    ClonedEnvironment,
+    ClonedTag,
+    Constraint,
     DependencyAdded,
+    DependencyRemoved,
+    EnvironmentVariantsSet,
     FeatureArchived,
+    FeatureCloned,
     FeatureCreated,
+    FeatureEnvironmentDisabled,
+    FeatureEnvironmentEnabled,
     FeatureRevived,
+    FeatureStaleSet,
+    FeatureTagged,
+    FeatureUntagged,
+    SegmentCreated,
+    SegmentDeleted,
+    SegmentUpdated,
+    StrategyAdded,
     StrategyData,
+    StrategyRemoved,
+    StrategyUpdated,
+    StrategyVariant,
+    Variant,
 )
 from service.names import validate_name
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from service.features.commands import (
-        Constraint,
+        CloneFeature,
         CreateFeature,
         DependencyBody,
+        SegmentBody,
         StrategyBody,
+        TagBody,
     )
 
-V = TypeVar("V", StrategyVariant, Variant)
+V = TypeVar("V", commands.StrategyVariant, commands.Variant)
+E = TypeVar("E")
 
 FLAG_EXISTS = "A flag with that name already exists"
 ARCHIVED_FLAG_EXISTS = "An archived flag with that name already exists"
@@ -41,17 +68,41 @@ def stream(name: str) -> tuple[str, str]:
     return ("feature", name)
 
 
+def segment_stream(segment_id: int) -> tuple[str, str]:
+    return ("segment", str(segment_id))
+
+
 def project_missing(project_id: str) -> NotFound:
     return NotFound(f"Project {project_id} does not exist")
 
 
+def _name_free(*, holder_archived: bool | None) -> None:
+    """holder_archived: None when no flag has the name, else whether the one that has it is
+    archived (names are unique across projects and the archive)."""
+    if holder_archived is not None:
+        raise NameExists(ARCHIVED_FLAG_EXISTS if holder_archived else FLAG_EXISTS)
+
+
+def _as(value: object, shape: type[E]) -> E:
+    """A request's nested values as the stored event's shapes (same field names)."""
+    return msgspec.convert(value, shape, from_attributes=True)
+
+
+# --- the flag ---------------------------------------------------------------------------------
+
+
 def create_feature(
-    cmd: CreateFeature, project_id: str, *, existing_archived: bool | None, now: datetime
+    cmd: CreateFeature,
+    project_id: str,
+    *,
+    project_active: bool,
+    holder_archived: bool | None,
+    now: datetime,
 ) -> FeatureCreated:
-    """existing_archived: None when the name is free, else whether the holder is archived."""
     validate_name(cmd.name)
-    if existing_archived is not None:
-        raise NameExists(ARCHIVED_FLAG_EXISTS if existing_archived else FLAG_EXISTS)
+    if not project_active:
+        raise project_missing(project_id)
+    _name_free(holder_archived=holder_archived)
     return FeatureCreated(
         name=cmd.name,
         project=project_id,
@@ -72,9 +123,16 @@ def archive_feature(
 
 
 def revive_features(
-    names: list[str], project_id: str, *, archived_here: set[str], now: datetime
+    names: list[str],
+    project_id: str,
+    *,
+    project_active: bool,
+    archived_here: set[str],
+    now: datetime,
 ) -> list[FeatureRevived]:
     """All or nothing: every name must be an archived flag of this project."""
+    if not project_active:
+        raise project_missing(project_id)
     unique = list(dict.fromkeys(names))
     missing = [n for n in unique if n not in archived_here]
     if missing:
@@ -85,11 +143,148 @@ def revive_features(
     ]
 
 
+def mark_stale(
+    names: list[str], project_id: str, *, stale: bool, flags: dict[str, tuple[str, bool]]
+) -> list[FeatureStaleSet]:
+    """As Unleash: names that are no flag are ignored; a flag of another project refuses the
+    whole request; one event per flag whose staleness changes. flags: name -> (project,
+    stale) of the flags among names."""
+    others = sorted({project for project, _ in flags.values() if project != project_id})
+    if others:
+        raise InvalidOperation(
+            "The operation could not be completed. The features exist, but the provided project "
+            f'ids ("{",".join(others)}") does not match the project provided in request URL '
+            f'("{project_id}").'
+        )
+    return [
+        FeatureStaleSet(name=name, project=project_id, stale=stale)
+        for name in dict.fromkeys(names)
+        if name in flags and flags[name][1] != stale
+    ]
+
+
 # --- strategies, switches, variants -------------------------------------------------------
+
+
+class Target(msgspec.Struct, frozen=True):
+    """A flag in one environment, as the configuration routes name it."""
+
+    feature: str
+    project: str
+    environment: str
+
+
+class EnvironmentState(msgspec.Struct, frozen=True, kw_only=True):
+    """The flag (active, in the target's project) as one environment sees it."""
+
+    environment_enabled: bool  # in the project
+    enabled: bool  # the flag's switch there
+
+
+def check_target(target: Target, state: EnvironmentState | None) -> None:
+    if state is None:
+        raise NotFound(f"There is no flag named {target.feature} in project {target.project}")
+    if not state.environment_enabled:
+        raise NotFound(
+            f"Environment {target.environment} is not enabled in project {target.project}"
+        )
+
+
+def _check_segments(missing: Sequence[int]) -> None:
+    if missing:
+        raise ValidationError(f"Segment {missing[0]} does not exist - at `$.segments`")
+
+
+def strategy_not_found(strategy_id: object) -> NotFound:
+    return NotFound(f"Could not find strategy with id={strategy_id}")
+
+
+def add_strategy(  # noqa: PLR0913 - the facts the rules need
+    target: Target,
+    body: StrategyBody,
+    state: EnvironmentState | None,
+    *,
+    missing_segments: Sequence[int],
+    strategy_id: str,
+    next_sort_order: int,
+    now: datetime,
+) -> StrategyAdded:
+    check_target(target, state)
+    _check_segments(missing_segments)
+    return StrategyAdded(
+        name=target.feature,
+        project=target.project,
+        environment=target.environment,
+        strategy=strategy_data(body, strategy_id, next_sort_order),
+        added_at=now,
+    )
+
+
+def update_strategy(  # noqa: PLR0913 - the facts the rules need
+    target: Target,
+    body: StrategyBody,
+    state: EnvironmentState | None,
+    *,
+    strategy_id: str,
+    current_sort_order: int | None,
+    missing_segments: Sequence[int],
+) -> StrategyUpdated:
+    """current_sort_order: the strategy's, None when it is not the flag's there. A PUT without
+    sortOrder keeps the strategy's place."""
+    check_target(target, state)
+    if current_sort_order is None:
+        raise strategy_not_found(strategy_id)
+    _check_segments(missing_segments)
+    return StrategyUpdated(
+        name=target.feature,
+        project=target.project,
+        environment=target.environment,
+        strategy=strategy_data(body, strategy_id, current_sort_order),
+    )
+
+
+def remove_strategy(
+    target: Target, state: EnvironmentState | None, *, strategy_id: str, exists: bool
+) -> StrategyRemoved:
+    check_target(target, state)
+    if not exists:
+        raise strategy_not_found(strategy_id)
+    return StrategyRemoved(
+        name=target.feature,
+        project=target.project,
+        environment=target.environment,
+        strategy_id=strategy_id,
+    )
+
+
+def switch_environment(
+    target: Target, state: EnvironmentState | None, *, on: bool
+) -> FeatureEnvironmentEnabled | FeatureEnvironmentDisabled | None:
+    """None: the flag is already in that state there, which records nothing."""
+    check_target(target, state)
+    assert state is not None
+    if state.enabled == on:
+        return None
+    kind = FeatureEnvironmentEnabled if on else FeatureEnvironmentDisabled
+    return kind(name=target.feature, project=target.project, environment=target.environment)
+
+
+def set_environment_variants(
+    target: Target, variants: Sequence[commands.Variant], state: EnvironmentState | None
+) -> EnvironmentVariantsSet:
+    check_target(target, state)
+    check_variant_names(variants, "$")
+    return EnvironmentVariantsSet(
+        name=target.feature,
+        project=target.project,
+        environment=target.environment,
+        variants=_as(spread_weights(variants, "$"), list[Variant]),
+    )
+
 
 # Operators that compare against one `value`; the rest take a `values` list.
 _SINGLE_VALUE = frozenset(
-    op for op in get_args(Operator) if op.startswith(("NUM_", "DATE_", "SEMVER_"))
+    op for op in get_args(commands.Operator) if op.startswith(("NUM_", "DATE_", "SEMVER_"))
 )
 _SEMVER = re.compile(
     r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$"
@@ -120,7 +315,9 @@ def spread_weights(variants: Sequence[V], path: str) -> list[V]:
     ]
 
 
-def check_variant_names(variants: Sequence[StrategyVariant | Variant], path: str) -> None:
+def check_variant_names(
+    variants: Sequence[commands.StrategyVariant | commands.Variant], path: str
+) -> None:
     """Names are unique, and a payload's value fits its type (json parses, number is one)."""
     names = [v.name for v in variants]
     if len(names) != len(set(names)):
@@ -146,7 +343,7 @@ def _is_number(value: str) -> bool:
         return False
 
 
-def check_constraints(constraints: Sequence[Constraint]) -> None:
+def check_constraints(constraints: Sequence[commands.Constraint]) -> None:
     for i, c in enumerate(constraints):
         path = f"$.constraints[{i}]"
         if c.operator in _SINGLE_VALUE:
@@ -180,17 +377,14 @@ def strategy_data(body: StrategyBody, strategy_id: str, default_sort_order: int)
         title=body.title,
         disabled=bool(body.disabled),
         sort_order=default_sort_order if body.sort_order is None else body.sort_order,
-        constraints=list(body.constraints),
+        constraints=_as(body.constraints, list[Constraint]),
         parameters=dict(body.parameters),
-        variants=spread_weights(body.variants, "$.variants"),
+        variants=_as(spread_weights(body.variants, "$.variants"), list[StrategyVariant]),
         segments=list(dict.fromkeys(body.segments)),
     )
 
 
-def environment_variants(variants: Sequence[Variant]) -> list[Variant]:
-    check_variant_names(variants, "$")
-    return spread_weights(variants, "$")
-
+# --- tags ---------------------------------------------------------------------------------------
 
 TAG_TYPES = frozenset({"simple"})  # built in, as in Unleash
 TAG_VALUE_LENGTH = (2, 50)
@@ -205,51 +399,230 @@ def tag_value(body_value: str) -> str:
     return value
 
 
-def check_tag_type(tag_type: str) -> None:
-    if tag_type not in TAG_TYPES:
-        raise ValidationError(f"Tag type {tag_type} does not exist - at `$.type`")
+def _flag_active(name: str, *, active: bool) -> None:
+    if not active:
+        raise NotFound(f"There is no active flag named {name}")
 
 
-def add_dependency(  # noqa: PLR0913 - every fact the rule needs
-    child: str,
-    project: str,
-    body: DependencyBody,
-    *,
-    parent_found: bool,
-    parent_has_parents: bool,
-    child_has_children: bool,
+def add_tag(
+    name: str, body: TagBody, *, flag_active: bool, has_tag: bool, now: datetime
+) -> FeatureTagged:
+    value = tag_value(body.value)
+    if body.type not in TAG_TYPES:
+        raise ValidationError(f"Tag type {body.type} does not exist - at `$.type`")
+    _flag_active(name, active=flag_active)
+    if has_tag:
+        raise Conflict(f"Flag {name} already has the tag {body.type}:{value}")
+    return FeatureTagged(name=name, tag_type=body.type, value=value, tagged_at=now)
+
+
+def remove_tag(
+    name: str, tag_type: str, value: str, *, flag_active: bool, has_tag: bool
+) -> FeatureUntagged:
+    _flag_active(name, active=flag_active)
+    if not has_tag:
+        raise NotFound(f"Flag {name} has no tag {tag_type}:{value}")
+    return FeatureUntagged(name=name, tag_type=tag_type, value=value)
+
+
+# --- dependencies -----------------------------------------------------------------------------
+
+
+class Dependency(msgspec.Struct, frozen=True, kw_only=True):
+    """A child's dependency on one parent, as it stands."""
+
+    parent: str
+    enabled: bool
+    variants: list[str]
+
+
+class DependencyState(msgspec.Struct, frozen=True, kw_only=True):
+    """What the dependency rules look at, read with both flags locked."""
+
+    projects: dict[str, str]  # active flags among child and parent -> their project
+    parent_has_parents: bool
+    child_has_children: bool
+    current: list[Dependency]  # the child's dependencies now
+
+
+def _check_child(child: str, project: str, projects: dict[str, str]) -> None:
+    if projects.get(child) != project:
+        raise NotFound(f"There is no active flag named {child} in project {project}")
+
+
+def add_dependency(
+    child: str, project: str, body: DependencyBody, state: DependencyState
 ) -> DependencyAdded:
-    """One level only: no self-dependency, no parent with a parent, no child with children."""
+    """One level only: no self-dependency, no parent with a parent, no child with children.
+    A dependency that stands exactly so already is a 409; one with other settings is replaced."""
+    _check_child(child, project, state.projects)
     if body.feature == child:
         raise ValidationError("A flag cannot depend on itself - at `$.feature`")
-    if not parent_found:
+    if state.projects.get(body.feature) != project:
         raise ValidationError(
             f"The parent {body.feature} must be an active flag in project {project}"
             " - at `$.feature`"
         )
-    if parent_has_parents:
+    if state.parent_has_parents:
         raise ValidationError(
             f"{body.feature} depends on another flag itself; chains are not allowed"
             " - at `$.feature`"
         )
-    if child_has_children:
+    if state.child_has_children:
         raise ValidationError(f"{child} is a parent of other flags; it cannot depend on one itself")
     if body.variants and not body.enabled:
         raise ValidationError("variants apply only when enabled is true - at `$.variants`")
+    wanted = Dependency(
+        parent=body.feature, enabled=body.enabled, variants=list(dict.fromkeys(body.variants))
+    )
+    if wanted in state.current:
+        raise Conflict(f"{child} already depends on {body.feature} with these settings")
     return DependencyAdded(
         name=child,
         project=project,
-        parent=body.feature,
-        enabled=body.enabled,
-        variants=list(dict.fromkeys(body.variants)),
+        parent=wanted.parent,
+        enabled=wanted.enabled,
+        variants=wanted.variants,
+    )
+
+
+def remove_dependency(
+    child: str, project: str, parent: str, state: DependencyState
+) -> DependencyRemoved:
+    _check_child(child, project, state.projects)
+    if parent not in {d.parent for d in state.current}:
+        raise NotFound(f"{child} does not depend on {parent}")
+    return DependencyRemoved(name=child, project=project, parent=parent)
+
+
+def remove_dependencies(
+    child: str, project: str, state: DependencyState
+) -> list[DependencyRemoved]:
+    _check_child(child, project, state.projects)
+    return [DependencyRemoved(name=child, project=project, parent=d.parent) for d in state.current]
+
+
+# --- clone --------------------------------------------------------------------------------------
+
+
+class CloneSource(msgspec.Struct, frozen=True, kw_only=True):
+    """The source flag (active, share-locked) and everything a copy into the target project
+    takes from it (behavior.md section 2)."""
+
+    name: str
+    project: str
+    feature_type: str
+    description: str | None
+    impression_data: bool
+    position: int  # of the source stream's latest event
+    environments: list[str]  # the target project's
+    strategies: list[tuple[str, StrategyData]]  # (environment, strategy) in order
+    variants: dict[str, list[Variant]]  # by environment
+    dependencies: list[ClonedDependency]  # parents in the target project
+    tags: list[ClonedTag]
+
+
+def clone_feature(  # noqa: PLR0913 - the facts the rules need
+    cmd: CloneFeature,
+    source_name: str,
+    project_id: str,
+    source: CloneSource | None,
+    *,
+    project_active: bool,
+    holder_archived: bool | None,
+    new_id: Callable[[], str],
+    now: datetime,
+) -> FeatureCloned:
+    if source is None:
+        raise NotFound(f"Could not find feature flag with name {source_name}")
+    if not project_active:
+        raise project_missing(project_id)
+    validate_name(cmd.name)
+    _name_free(holder_archived=holder_archived)
+    strategies: dict[str, list[StrategyData]] = {env: [] for env in source.environments}
+    for environment, strategy in source.strategies:
+        if environment in strategies:
+            strategies[environment].append(
+                clone_strategy(strategy, cmd.name, new_id(), replace_group_id=cmd.replace_group_id)
+            )
+    return FeatureCloned(
+        name=cmd.name,
+        project=project_id,
+        feature_type=source.feature_type,
+        description=source.description,
+        impression_data=source.impression_data,
+        created_at=now,
+        source=source.name,
+        source_project=source.project,
+        source_position=source.position,
+        environments=[
+            ClonedEnvironment(
+                environment=env, strategies=found, variants=source.variants.get(env, [])
+            )
+            for env, found in strategies.items()
+        ],
+        dependencies=source.dependencies,
+        tags=source.tags,
     )
 
 
 def clone_strategy(
-    strategy: StrategyData, new_name: str, *, replace_group_id: bool
+    strategy: StrategyData, new_name: str, new_id: str, *, replace_group_id: bool
 ) -> StrategyData:
     """A copy with a new id; groupId follows the new name unless told otherwise."""
     parameters = dict(strategy.parameters)
     if replace_group_id and "groupId" in parameters:
         parameters["groupId"] = new_name
-    return msgspec.structs.replace(strategy, id=str(uuid.uuid4()), parameters=parameters)
+    return msgspec.structs.replace(strategy, id=new_id, parameters=parameters)
+
+
+# --- segments ---------------------------------------------------------------------------------
+
+
+def _segment_name_free(body: SegmentBody, *, name_taken: bool) -> None:
+    if name_taken:
+        raise NameExists(f"A segment named {body.name} already exists")
+
+
+def segment_missing(segment_id: object) -> NotFound:
+    return NotFound(f"No segment with id {segment_id}")
+
+
+def create_segment(
+    body: SegmentBody, *, segment_id: int, name_taken: bool, now: datetime
+) -> SegmentCreated:
+    check_constraints(body.constraints)
+    _segment_name_free(body, name_taken=name_taken)
+    return SegmentCreated(
+        segment_id=segment_id,
+        name=body.name,
+        description=body.description,
+        constraints=_as(body.constraints, list[Constraint]),
+        created_at=now,
+    )
+
+
+def update_segment(
+    segment_id: int, body: SegmentBody, *, found: bool, name_taken: bool
+) -> SegmentUpdated:
+    check_constraints(body.constraints)
+    if not found:
+        raise segment_missing(segment_id)
+    _segment_name_free(body, name_taken=name_taken)
+    return SegmentUpdated(
+        segment_id=segment_id,
+        name=body.name,
+        description=body.description,
+        constraints=_as(body.constraints, list[Constraint]),
+    )
+
+
+def delete_segment(segment_id: int, *, name: str | None, used_by: int) -> SegmentDeleted:
+    """name: the segment's, None when there is no such segment."""
+    if name is None:
+        raise segment_missing(segment_id)
+    if used_by:
+        raise Conflict(
+            f"Segment {segment_id} is used by {used_by} strategy(ies); remove it there first"
+        )
+    return SegmentDeleted(segment_id=segment_id, name=name)

@@ -1,13 +1,71 @@
-"""Events of the feature stream (`feature/<name>`)."""
+"""Stored events of flags (stream `feature/<name>`) and segments (`segment/<id>`), the shapes
+nested in them, and the upcasters from their older versions."""
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any, ClassVar
 
 import msgspec
 
-from service.events import Event
-from service.features.commands import Constraint, StrategyVariant, Variant
+from service.events import Event, Upcasters
+
+# --- shapes nested in events ----------------------------------------------------------------
+
+
+class Constraint(msgspec.Struct, frozen=True, kw_only=True):
+    """A condition on one context field; `operator` as Unleash names it (`IN`, `NUM_GT`...)."""
+
+    context_name: str
+    operator: str
+    case_insensitive: bool
+    inverted: bool
+    values: list[str]
+    value: str | None
+
+
+class Payload(msgspec.Struct, frozen=True, kw_only=True):
+    type: str
+    value: str
+
+
+class StrategyVariant(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    weight: int
+    weight_type: str
+    stickiness: str
+    payload: Payload | None
+
+
+class Override(msgspec.Struct, frozen=True, kw_only=True):
+    context_name: str
+    values: list[str]
+
+
+class Variant(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    weight: int
+    weight_type: str
+    stickiness: str
+    payload: Payload | None
+    overrides: list[Override]
+
+
+class StrategyData(msgspec.Struct, frozen=True, kw_only=True):
+    """A strategy: everything needed to rebuild it."""
+
+    id: str
+    name: str
+    title: str | None
+    disabled: bool
+    sort_order: int
+    constraints: list[Constraint]
+    parameters: dict[str, str]
+    variants: list[StrategyVariant]
+    segments: list[int]
+
+
+# --- the flag ---------------------------------------------------------------------------------
 
 
 class FeatureCreated(Event, frozen=True, kw_only=True, tag="FeatureCreated"):
@@ -38,22 +96,18 @@ class FeatureRevived(Event, frozen=True, kw_only=True, tag="FeatureRevived"):
     lifecycle_stage: str
 
 
-class StrategyData(msgspec.Struct, frozen=True, kw_only=True):
-    """A strategy as stored in events: everything needed to rebuild it."""
+class FeatureStaleSet(Event, frozen=True, kw_only=True, tag="FeatureStaleSet"):
+    """The flag was marked stale (`stale` true) or no longer stale."""
 
-    id: str
     name: str
-    title: str | None
-    disabled: bool
-    sort_order: int
-    constraints: list[Constraint]
-    parameters: dict[str, str]
-    variants: list[StrategyVariant]
-    segments: list[int]
+    project: str
+    stale: bool
 
 
 class StrategyAdded(Event, frozen=True, kw_only=True, tag="StrategyAdded"):
     """A strategy was added to the flag in one environment."""
+
+    schema_version: ClassVar[int] = 2
 
     name: str
     project: str
@@ -64,6 +118,8 @@ class StrategyAdded(Event, frozen=True, kw_only=True, tag="StrategyAdded"):
 
 class StrategyUpdated(Event, frozen=True, kw_only=True, tag="StrategyUpdated"):
     """A strategy was replaced as a whole (same id)."""
+
+    schema_version: ClassVar[int] = 2
 
     name: str
     project: str
@@ -100,6 +156,8 @@ class FeatureEnvironmentDisabled(
 
 class EnvironmentVariantsSet(Event, frozen=True, kw_only=True, tag="EnvironmentVariantsSet"):
     """The flag's variants in one environment were replaced (weights already spread)."""
+
+    schema_version: ClassVar[int] = 2
 
     name: str
     project: str
@@ -162,6 +220,8 @@ class ClonedTag(msgspec.Struct, frozen=True, kw_only=True):
 class FeatureCloned(Event, frozen=True, kw_only=True, tag="FeatureCloned"):
     """A new flag was created as a copy of another; this event alone rebuilds the copy."""
 
+    schema_version: ClassVar[int] = 2
+
     name: str
     project: str
     feature_type: str
@@ -174,3 +234,99 @@ class FeatureCloned(Event, frozen=True, kw_only=True, tag="FeatureCloned"):
     environments: list[ClonedEnvironment]
     dependencies: list[ClonedDependency]
     tags: list[ClonedTag]
+
+
+# --- segments ---------------------------------------------------------------------------------
+
+
+class SegmentCreated(Event, frozen=True, kw_only=True, tag="SegmentCreated"):
+    """A segment exists; strategies may reference it by id."""
+
+    schema_version: ClassVar[int] = 2
+
+    segment_id: int
+    name: str
+    description: str | None
+    constraints: list[Constraint]
+    created_at: datetime
+
+
+class SegmentUpdated(Event, frozen=True, kw_only=True, tag="SegmentUpdated"):
+    """A segment was replaced as a whole (same id)."""
+
+    schema_version: ClassVar[int] = 2
+
+    segment_id: int
+    name: str
+    description: str | None
+    constraints: list[Constraint]
+
+
+class SegmentDeleted(Event, frozen=True, kw_only=True, tag="SegmentDeleted"):
+    """A segment no strategy used any more was deleted."""
+
+    segment_id: int
+    name: str
+
+
+# --- upcasters --------------------------------------------------------------------------------
+# Version 1 stored nested constraints and variants with the request's camelCase names
+# (`contextName`, `caseInsensitive`, `weightType`); version 2 names them like every other
+# stored field. Nothing else changed.
+
+_V1_NAMES = {
+    "contextName": "context_name",
+    "caseInsensitive": "case_insensitive",
+    "weightType": "weight_type",
+}
+
+
+def _renamed(item: dict[str, Any]) -> dict[str, Any]:
+    return {_V1_NAMES.get(key, key): value for key, value in item.items()}
+
+
+def _variant_v1(variant: dict[str, Any]) -> dict[str, Any]:
+    return _renamed(variant) | {"overrides": [_renamed(o) for o in variant["overrides"]]}
+
+
+def _strategy_v1(strategy: dict[str, Any]) -> dict[str, Any]:
+    return strategy | {
+        "constraints": [_renamed(c) for c in strategy["constraints"]],
+        "variants": [_renamed(v) for v in strategy["variants"]],
+    }
+
+
+def strategy_event_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """StrategyAdded and StrategyUpdated, version 1 -> 2."""
+    return data | {"strategy": _strategy_v1(data["strategy"])}
+
+
+def environment_variants_set_v1(data: dict[str, Any]) -> dict[str, Any]:
+    return data | {"variants": [_variant_v1(v) for v in data["variants"]]}
+
+
+def feature_cloned_v1(data: dict[str, Any]) -> dict[str, Any]:
+    environments = [
+        environment
+        | {
+            "strategies": [_strategy_v1(s) for s in environment["strategies"]],
+            "variants": [_variant_v1(v) for v in environment["variants"]],
+        }
+        for environment in data["environments"]
+    ]
+    return data | {"environments": environments}
+
+
+def segment_event_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """SegmentCreated and SegmentUpdated, version 1 -> 2."""
+    return data | {"constraints": [_renamed(c) for c in data["constraints"]]}
+
+
+UPCASTERS: Upcasters = {
+    ("StrategyAdded", 1): strategy_event_v1,
+    ("StrategyUpdated", 1): strategy_event_v1,
+    ("EnvironmentVariantsSet", 1): environment_variants_set_v1,
+    ("FeatureCloned", 1): feature_cloned_v1,
+    ("SegmentCreated", 1): segment_event_v1,
+    ("SegmentUpdated", 1): segment_event_v1,
+}

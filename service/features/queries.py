@@ -1,163 +1,317 @@
-"""Read SQL of the feature read model, and the featureSchema JSON it answers with."""
+"""Read SQL of the flag and segment read models: the state each decision needs, read after the
+row locks that make changes to one flag (or segment) queue, and the rows responses are built
+from. Every lock is taken before the state it guards is read (docs/architecture.md)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 
+from projections.shapes import ConstraintColumn, StrategyVariantColumn, VariantColumn
+from service import eventstore
+from service.features import domain
+from service.features.events import ClonedDependency, ClonedTag, StrategyData, Variant
+
 if TYPE_CHECKING:
+    import uuid
+
     import asyncpg
 
     from service.connections import Conn
-    from service.features.events import FeatureCreated
 
-_FEATURE_COLUMNS = """
+# --- rows of responses --------------------------------------------------------------------------
+
+_FEATURE = """
 SELECT f.name, f.project, f.type, f.description, f.impression_data, f.stale, f.created_at,
        f.archived_at, f.lifecycle_stage, f.lifecycle_entered_at,
-       readmodel.feature_environments_json(f.name, f.project) AS environments,
-       readmodel.feature_tags_json(f.name) AS tags,
-       readmodel.feature_dependencies_json(f.name) AS dependencies,
-       readmodel.feature_children_json(f.name) AS children
+       array(SELECT t.type FROM feature_tags t WHERE t.feature_name = f.name
+             ORDER BY t.type, t.value) AS tag_types,
+       array(SELECT t.value FROM feature_tags t WHERE t.feature_name = f.name
+             ORDER BY t.type, t.value) AS tag_values,
+       array(SELECT d.parent FROM feature_dependencies d WHERE d.child = f.name
+             ORDER BY d.parent) AS parents,
+       array(SELECT d.enabled FROM feature_dependencies d WHERE d.child = f.name
+             ORDER BY d.parent) AS parents_enabled,
+       array(SELECT d.variants::text FROM feature_dependencies d WHERE d.child = f.name
+             ORDER BY d.parent) AS parents_variants,
+       array(SELECT d.child FROM feature_dependencies d WHERE d.parent = f.name
+             ORDER BY d.child) AS children
 FROM features f
 """
-# Everything a create decides on, in one round trip; the project row is share-locked so that
-# archiving the project waits for the create (and then sees the new flag).
+FEATURE_IN_PROJECT = _FEATURE + "WHERE f.name = $1 AND f.project = $2"
+ACTIVE_FEATURES_IN_PROJECT = (
+    _FEATURE + "WHERE f.project = $1 AND f.archived_at IS NULL ORDER BY f.name"
+)
+# The environments of each flag's project, with the flag's switch and variants there.
+ENVIRONMENTS_OF = """
+SELECT f.name AS feature, e.name, e.type, e.sort_order, coalesce(fe.enabled, false) AS enabled,
+       coalesce(fe.variants, '[]'::jsonb)::text AS variants
+FROM features f
+JOIN project_environments pe ON pe.project_id = f.project
+JOIN environments e ON e.name = pe.environment
+LEFT JOIN feature_environments fe ON fe.feature_name = f.name AND fe.environment = e.name
+WHERE f.name = ANY($1::text[])
+ORDER BY f.name, e.sort_order, e.name
+"""
+_STRATEGY_COLUMNS = """
+s.feature_name, s.environment, s.id, s.name, s.title, s.disabled, s.sort_order, s.segments,
+s.constraints::text AS constraints, s.variants::text AS variants,
+s.parameters::text AS parameters
+"""
+STRATEGIES_OF = f"""
+SELECT {_STRATEGY_COLUMNS} FROM feature_strategies s WHERE s.feature_name = ANY($1::text[])
+ORDER BY s.feature_name, s.environment, s.sort_order, s.created_at, s.id
+"""  # noqa: S608 - constants
+STRATEGIES_IN = f"""
+SELECT {_STRATEGY_COLUMNS} FROM feature_strategies s
+WHERE s.feature_name = $1 AND s.environment = $2
+ORDER BY s.sort_order, s.created_at, s.id
+"""  # noqa: S608 - constants
+STRATEGY = f"SELECT {_STRATEGY_COLUMNS} FROM feature_strategies s WHERE s.id = $1"  # noqa: S608
+TAGS = "SELECT type, value FROM feature_tags WHERE feature_name = $1 ORDER BY type, value"
+FLAG_EXISTS = "SELECT EXISTS (SELECT 1 FROM features WHERE name = $1)"
+VARIANTS = """
+SELECT coalesce((SELECT variants FROM feature_environments
+                 WHERE feature_name = $1 AND environment = $2), '[]'::jsonb)::text
+"""
+PROJECT_ACTIVE = "SELECT EXISTS (SELECT 1 FROM projects WHERE id = $1 AND archived_at IS NULL)"
+SEGMENT = "SELECT id, name, description, constraints::text AS constraints, created_at FROM segments"
+SEGMENT_BY_ID = SEGMENT + " WHERE id = $1"
+ALL_SEGMENTS = SEGMENT + " ORDER BY id"
+
+
+async def features(
+    conn: Conn, rows: list[asyncpg.Record]
+) -> list[tuple[asyncpg.Record, list[asyncpg.Record], list[asyncpg.Record]]]:
+    """Each `features` row with its environment rows and strategy rows."""
+    names = [row["name"] for row in rows]
+    environments: dict[str, list[asyncpg.Record]] = {name: [] for name in names}
+    strategies: dict[str, list[asyncpg.Record]] = {name: [] for name in names}
+    if names:
+        for env in await conn.fetch(ENVIRONMENTS_OF, names):
+            environments[env["feature"]].append(env)
+        for strategy in await conn.fetch(STRATEGIES_OF, names):
+            strategies[strategy["feature_name"]].append(strategy)
+    return [(row, environments[row["name"]], strategies[row["name"]]) for row in rows]
+
+
+async def feature_in_project(
+    conn: Conn, name: str, project_id: str
+) -> tuple[asyncpg.Record, list[asyncpg.Record], list[asyncpg.Record]] | None:
+    row = await conn.fetchrow(FEATURE_IN_PROJECT, name, project_id)
+    return None if row is None else (await features(conn, [row]))[0]
+
+
+# --- state of decisions -----------------------------------------------------------------------
+
+# Everything a create decides on and answers with, in one round trip; the project row is
+# share-locked so that archiving the project waits for the create (and then sees the new flag).
 CREATE_CONTEXT = """
-SELECT p.archived_at,
-       (SELECT f.archived_at IS NOT NULL FROM features f WHERE f.name = $2) AS name_taken,
-       readmodel.project_environments_json(p.id) AS environments
+SELECT p.archived_at IS NULL AS project_active,
+       (SELECT f.archived_at IS NOT NULL FROM features f WHERE f.name = $2) AS holder_archived,
+       array(SELECT e.name FROM project_environments pe
+             JOIN environments e ON e.name = pe.environment
+             WHERE pe.project_id = p.id ORDER BY e.sort_order, e.name) AS names,
+       array(SELECT e.type FROM project_environments pe
+             JOIN environments e ON e.name = pe.environment
+             WHERE pe.project_id = p.id ORDER BY e.sort_order, e.name) AS types,
+       array(SELECT e.sort_order FROM project_environments pe
+             JOIN environments e ON e.name = pe.environment
+             WHERE pe.project_id = p.id ORDER BY e.sort_order, e.name) AS sort_orders
 FROM projects p WHERE p.id = $1 FOR SHARE OF p
 """
-FEATURE_IN_PROJECT = _FEATURE_COLUMNS + "WHERE f.name = $1 AND f.project = $2"
-ACTIVE_FEATURES_IN_PROJECT = (
-    _FEATURE_COLUMNS + "WHERE f.project = $1 AND f.archived_at IS NULL ORDER BY f.name"
-)
+HOLDER_ARCHIVED = "SELECT archived_at IS NOT NULL FROM features WHERE name = $1"
+LOCK_PROJECT_SHARED = "SELECT archived_at IS NULL FROM projects WHERE id = $1 FOR SHARE"
 # Row locks: concurrent archives or revives of one flag queue, and the later ones see the
 # state the first one left (READ COMMITTED re-reads a row it waited for).
-ARCHIVED_STATE = """
+LOCK_ARCHIVED_STATE = """
 SELECT archived_at IS NOT NULL FROM features WHERE name = $1 AND project = $2 FOR UPDATE
 """
-ARCHIVED_IN_PROJECT = """
+LOCK_ARCHIVED_IN_PROJECT = """
 SELECT name FROM features WHERE project = $1 AND archived_at IS NOT NULL AND name = ANY($2)
 ORDER BY name FOR UPDATE
 """
-LOCK_PROJECT_SHARED = "SELECT archived_at FROM projects WHERE id = $1 FOR SHARE"
-# Every change to a flag's configuration locks its row first: changes to one flag queue.
-LOCK_ACTIVE_FEATURE = """
-SELECT EXISTS (SELECT 1 FROM project_environments WHERE project_id = $2 AND environment = $3)
-       AS environment_enabled
-FROM features WHERE name = $1 AND project = $2 AND archived_at IS NULL FOR UPDATE
+LOCK_FLAGS = """
+SELECT name, project, stale FROM features WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE
 """
+ACTIVE_FEATURE = "SELECT 1 FROM features WHERE name = $1 AND project = $2 AND archived_at IS NULL"
+# Every change to a flag's configuration locks its row first: changes to one flag queue.
+LOCK_ACTIVE_FEATURE = ACTIVE_FEATURE + " FOR UPDATE"
 ENVIRONMENT_STATE = """
-SELECT enabled FROM feature_environments WHERE feature_name = $1 AND environment = $2
+SELECT EXISTS (SELECT 1 FROM project_environments WHERE project_id = $2 AND environment = $3)
+       AS environment_enabled,
+       coalesce((SELECT enabled FROM feature_environments
+                 WHERE feature_name = $1 AND environment = $3), false) AS enabled
 """
 NEXT_STRATEGY_SORT_ORDER = """
 SELECT coalesce(max(sort_order) + 1, 0) FROM feature_strategies
 WHERE feature_name = $1 AND environment = $2
 """
-STRATEGY_IN = """
-SELECT id FROM feature_strategies WHERE id = $1 AND feature_name = $2 AND environment = $3
+STRATEGY_SORT_ORDER = """
+SELECT sort_order FROM feature_strategies WHERE id = $1 AND feature_name = $2 AND environment = $3
 """
-STRATEGY_JSON = "SELECT readmodel.strategy_json(s) FROM feature_strategies s WHERE s.id = $1"
-STRATEGIES_JSON = """
-SELECT coalesce(json_agg(readmodel.strategy_json(s) ORDER BY s.sort_order, s.created_at, s.id),
-                '[]')
-FROM feature_strategies s WHERE s.feature_name = $1 AND s.environment = $2
-"""
+# Strategies take FOR SHARE on the segments they reference, deletes take FOR UPDATE:
+# a segment cannot vanish under a strategy that is being saved with it.
+LOCK_SEGMENTS_SHARED = "SELECT id FROM segments WHERE id = ANY($1::integer[]) FOR SHARE"
 LOCK_FEATURE_BY_NAME = "SELECT 1 FROM features WHERE name = $1 AND archived_at IS NULL FOR UPDATE"
-TAGS_JSON = "SELECT readmodel.feature_tags_json($1)"
-NAME_EXISTS = "SELECT 1 FROM features WHERE name = $1"
-ARCHIVED_STATE_BY_NAME = "SELECT archived_at IS NOT NULL FROM features WHERE name = $1"
+HAS_TAG = """
+SELECT EXISTS (SELECT 1 FROM feature_tags WHERE feature_name = $1 AND type = $2 AND value = $3)
+"""
 # Lock both flags of a dependency in name order (no deadlock between opposite requests).
 LOCK_PAIR = """
 SELECT name, project FROM features
 WHERE name = ANY($1::text[]) AND archived_at IS NULL ORDER BY name FOR UPDATE
 """
-HAS_PARENTS = "SELECT EXISTS (SELECT 1 FROM feature_dependencies WHERE child = $1)"
-HAS_CHILDREN = "SELECT EXISTS (SELECT 1 FROM feature_dependencies WHERE parent = $1)"
-PARENTS = "SELECT parent FROM feature_dependencies WHERE child = $1 ORDER BY parent"
-HAS_TAG = """
-SELECT EXISTS (SELECT 1 FROM feature_tags WHERE feature_name = $1 AND type = $2 AND value = $3)
+DEPENDENCY_STATE = """
+SELECT EXISTS (SELECT 1 FROM feature_dependencies WHERE child = $2) AS parent_has_parents,
+       EXISTS (SELECT 1 FROM feature_dependencies WHERE parent = $1) AS child_has_children
 """
-VARIANTS_JSON = """
-SELECT coalesce((SELECT variants FROM feature_environments
-                 WHERE feature_name = $1 AND environment = $2), '[]'::jsonb)
+DEPENDENCIES = """
+SELECT parent, enabled, variants::text AS variants FROM feature_dependencies WHERE child = $1
+ORDER BY parent
 """
-
-_environments = msgspec.json.Decoder(list[dict[str, Any]])
-_json_list = msgspec.json.Decoder(list[Any])
-
-
-def environment_json(feature: str, environment: dict[str, Any]) -> dict[str, Any]:
-    strategies: list[dict[str, Any]] = environment.get("strategies", [])
-    variants: list[dict[str, Any]] = environment.get("variants", [])
-    return {
-        "name": environment["name"],
-        "featureName": feature,
-        "environment": environment["name"],
-        "type": environment["type"],
-        "enabled": environment.get("enabled", False),
-        "sortOrder": environment["sortOrder"],
-        "variantCount": len(variants),
-        "strategies": strategies,
-        "variants": variants,
-        "lastSeenAt": None,
-        "hasStrategies": bool(strategies),
-        "hasEnabledStrategies": any(not s["disabled"] for s in strategies),
-    }
-
-
-def new_feature_row(event: FeatureCreated, environments: str) -> dict[str, Any]:
-    """The read-model row the inline projection has just written, without reading it back."""
-    return {
-        "name": event.name,
-        "project": event.project,
-        "type": event.feature_type,
-        "description": event.description,
-        "impression_data": event.impression_data,
-        "stale": False,
-        "created_at": event.created_at,
-        "archived_at": None,
-        "lifecycle_stage": "initial",
-        "lifecycle_entered_at": event.created_at,
-        "environments": environments,
-        "tags": "[]",
-        "dependencies": "[]",
-        "children": "[]",
-    }
+# The source is share-locked: it cannot be archived or changed while it is copied.
+LOCK_CLONE_SOURCE = """
+SELECT name, project, type, description, impression_data FROM features
+WHERE name = $1 AND archived_at IS NULL FOR SHARE
+"""
+# Everything the copy takes from its source, in one round trip (read for the decision only).
+COPY_CONTEXT = """
+SELECT
+  (SELECT coalesce(array_agg(environment ORDER BY environment), '{}')
+   FROM project_environments WHERE project_id = $2) AS environments,
+  (SELECT coalesce(json_agg(json_build_object(
+              'environment', s.environment, 'id', s.id, 'name', s.name, 'title', s.title,
+              'disabled', s.disabled, 'sort_order', s.sort_order,
+              'constraints', s.constraints, 'parameters', s.parameters,
+              'variants', s.variants, 'segments', s.segments)
+              ORDER BY s.environment, s.sort_order, s.created_at, s.id), '[]')
+   FROM feature_strategies s
+   JOIN project_environments pe ON pe.project_id = $2 AND pe.environment = s.environment
+   WHERE s.feature_name = $1) AS strategies,
+  (SELECT coalesce(json_object_agg(fe.environment, fe.variants), '{}')
+   FROM feature_environments fe
+   JOIN project_environments pe ON pe.project_id = $2 AND pe.environment = fe.environment
+   WHERE fe.feature_name = $1) AS variants,
+  (SELECT coalesce(json_agg(json_build_object(
+              'parent', d.parent, 'enabled', d.enabled, 'variants', d.variants)
+              ORDER BY d.parent), '[]')
+   FROM feature_dependencies d JOIN features p ON p.name = d.parent
+   WHERE d.child = $1 AND p.project = $2 AND p.archived_at IS NULL) AS dependencies,
+  (SELECT coalesce(json_agg(json_build_object('tag_type', t.type, 'value', t.value)
+              ORDER BY t.type, t.value), '[]')
+   FROM feature_tags t WHERE t.feature_name = $1) AS tags
+"""
+NEXT_SEGMENT_ID = "SELECT nextval('segment_ids')::integer"
+SEGMENT_NAME_TAKEN = "SELECT EXISTS (SELECT 1 FROM segments WHERE name = $1 AND id <> $2)"
+LOCK_SEGMENT = "SELECT name FROM segments WHERE id = $1 FOR UPDATE"
+SEGMENT_USED_BY = "SELECT count(*) FROM feature_strategies WHERE $1 = ANY(segments)"
 
 
-def feature_json(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
-    """The full featureSchema of spec.md, as create, clone and GET answer it."""
-    name = row["name"]
-    environments = [environment_json(name, e) for e in _environments.decode(row["environments"])]
-    return {
-        "name": name,
-        "type": row["type"],
-        "description": row["description"],
-        "project": row["project"],
-        "enabled": any(e["enabled"] for e in environments),
-        "stale": row["stale"],
-        "favorite": False,
-        "impressionData": row["impression_data"],
-        "archived": row["archived_at"] is not None,
-        "createdAt": row["created_at"],
-        "archivedAt": row["archived_at"],
-        "lastSeenAt": None,
-        "environments": environments,
-        "variants": [],
-        "strategies": [],
-        "tags": _json_list.decode(row["tags"]),
-        "children": _json_list.decode(row["children"]),
-        "dependencies": _json_list.decode(row["dependencies"]),
-        "lifecycle": {
-            "stage": row["lifecycle_stage"],
-            "enteredStageAt": row["lifecycle_entered_at"],
-        },
-    }
+class _SourceStrategy(msgspec.Struct, frozen=True, kw_only=True):
+    """A strategy of the source as COPY_CONTEXT reads it (jsonb columns in their shapes)."""
+
+    environment: str
+    id: str
+    name: str
+    title: str | None
+    disabled: bool
+    sort_order: int
+    constraints: list[ConstraintColumn]
+    parameters: dict[str, str]
+    variants: list[StrategyVariantColumn]
+    segments: list[int]
 
 
-async def feature_in_project(conn: Conn, name: str, project_id: str) -> dict[str, Any] | None:
-    row = await conn.fetchrow(FEATURE_IN_PROJECT, name, project_id)
-    return None if row is None else feature_json(row)
+_source_strategies = msgspec.json.Decoder(list[_SourceStrategy])
+_source_variants = msgspec.json.Decoder(dict[str, list[VariantColumn]])
+_dependencies = msgspec.json.Decoder(list[ClonedDependency])
+_tags = msgspec.json.Decoder(list[ClonedTag])
+_names = msgspec.json.Decoder(list[str])
+
+
+async def environment_state(
+    conn: Conn, target: domain.Target, *, lock: bool = False
+) -> domain.EnvironmentState | None:
+    """How the target environment sees the active flag; `lock`: lock the flag's row first (a
+    change is being decided), so the state read next is what the previous change left."""
+    query = LOCK_ACTIVE_FEATURE if lock else ACTIVE_FEATURE
+    if await conn.fetchval(query, target.feature, target.project) is None:
+        return None
+    row = await conn.fetchrow(ENVIRONMENT_STATE, target.feature, target.project, target.environment)
+    assert row is not None  # a SELECT without FROM has its one row
+    return domain.EnvironmentState(
+        environment_enabled=row["environment_enabled"], enabled=row["enabled"]
+    )
+
+
+async def missing_segments(conn: Conn, segments: list[int]) -> list[int]:
+    """The referenced segments that do not exist; the others stay (share-locked) until the
+    transaction ends."""
+    if not segments:
+        return []
+    found = {r["id"] for r in await conn.fetch(LOCK_SEGMENTS_SHARED, segments)}
+    return [s for s in segments if s not in found]
+
+
+async def lock_dependencies(conn: Conn, child: str, parent: str | None) -> domain.DependencyState:
+    """Lock the child (and the parent) in name order, then read what the rules look at."""
+    names = sorted({child} if parent is None else {child, parent})
+    projects = {r["name"]: r["project"] for r in await conn.fetch(LOCK_PAIR, names)}
+    row = await conn.fetchrow(DEPENDENCY_STATE, child, parent)
+    assert row is not None  # a SELECT without FROM has its one row
+    current = [
+        domain.Dependency(
+            parent=r["parent"], enabled=r["enabled"], variants=_names.decode(r["variants"])
+        )
+        for r in await conn.fetch(DEPENDENCIES, child)
+    ]
+    return domain.DependencyState(
+        projects=projects,
+        parent_has_parents=row["parent_has_parents"],
+        child_has_children=row["child_has_children"],
+        current=current,
+    )
+
+
+async def lock_clone_source(
+    conn: Conn, source_name: str, project_id: str
+) -> domain.CloneSource | None:
+    """The source (share-locked) and what a copy into the project takes from it."""
+    source = await conn.fetchrow(LOCK_CLONE_SOURCE, source_name)
+    if source is None:
+        return None
+    context = await conn.fetchrow(COPY_CONTEXT, source_name, project_id)
+    assert context is not None  # a SELECT without FROM has its one row
+    strategies = [
+        (s.environment, msgspec.convert(s, StrategyData, from_attributes=True))
+        for s in _source_strategies.decode(context["strategies"])
+    ]
+    variants = msgspec.convert(
+        _source_variants.decode(context["variants"]), dict[str, list[Variant]], from_attributes=True
+    )
+    position = await eventstore.last_position(conn, domain.stream(source_name))
+    return domain.CloneSource(
+        name=source["name"],
+        project=source["project"],
+        feature_type=source["type"],
+        description=source["description"],
+        impression_data=source["impression_data"],
+        position=position or 0,
+        environments=list(context["environments"]),
+        strategies=strategies,
+        variants=variants,
+        dependencies=_dependencies.decode(context["dependencies"]),
+        tags=_tags.decode(context["tags"]),
+    )
+
+
+async def strategy_sort_order(
+    conn: Conn, target: domain.Target, strategy_id: uuid.UUID
+) -> int | None:
+    """The strategy's sortOrder; None when it is not the flag's in that environment."""
+    value = await conn.fetchval(
+        STRATEGY_SORT_ORDER, strategy_id, target.feature, target.environment
+    )
+    return None if value is None else int(value)

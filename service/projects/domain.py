@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from service.errors import Conflict, NameExists, NotFound, ValidationError
 from service.names import validate_name
 from service.projects.events import (
@@ -24,12 +26,23 @@ DEFAULT_PROJECT = "default"
 DEFAULT_ENVIRONMENTS = (("development", "development", 2), ("production", "production", 3))
 
 
+class ActiveProject(msgspec.Struct, frozen=True, kw_only=True):
+    """A project that is not archived, as a decision about it needs it (locked while decided)."""
+
+    environments: list[str]  # enabled in it
+    active_flags: int
+
+
 def project_stream(project_id: str) -> tuple[str, str]:
     return ("project", project_id)
 
 
 def environment_stream(name: str) -> tuple[str, str]:
     return ("environment", name)
+
+
+def project_missing(project_id: str) -> NotFound:
+    return NotFound(f"Project {project_id} does not exist")
 
 
 def create_project(
@@ -47,12 +60,17 @@ def create_project(
     )
 
 
-def archive_project(project_id: str, *, active_flags: int, now: datetime) -> ProjectArchived:
+def archive_project(
+    project_id: str, project: ActiveProject | None, *, now: datetime
+) -> ProjectArchived:
+    if project is None:
+        raise project_missing(project_id)
     if project_id == DEFAULT_PROJECT:
         raise Conflict("The default project cannot be archived")
-    if active_flags:
+    if project.active_flags:
         raise Conflict(
-            f"Project {project_id} still has {active_flags} active flag(s); archive them first"
+            f"Project {project_id} still has {project.active_flags} active flag(s); "
+            "archive them first"
         )
     return ProjectArchived(project_id=project_id, archived_at=now)
 
@@ -72,20 +90,24 @@ def create_environment(
 
 
 def enable_environment(
-    project_id: str, environment: str, *, known: bool, enabled: bool
+    project_id: str, environment: str, project: ActiveProject | None, *, known: bool
 ) -> ProjectEnvironmentEnabled:
+    if project is None:
+        raise project_missing(project_id)
     if not known:
         raise NotFound(f"Environment {environment} does not exist")
-    if enabled:
+    if environment in project.environments:
         raise NameExists(f"Project {project_id} already has the environment {environment} enabled")
     return ProjectEnvironmentEnabled(project_id=project_id, environment=environment)
 
 
 def disable_environment(
-    project_id: str, environment: str, *, enabled: list[str]
+    project_id: str, environment: str, project: ActiveProject | None
 ) -> ProjectEnvironmentDisabled:
-    if environment not in enabled:
+    if project is None:
+        raise project_missing(project_id)
+    if environment not in project.environments:
         raise NotFound(f"Environment {environment} is not enabled in project {project_id}")
-    if len(enabled) == 1:
+    if len(project.environments) == 1:
         raise ValidationError("A project must always keep at least one enabled environment")
     return ProjectEnvironmentDisabled(project_id=project_id, environment=environment)

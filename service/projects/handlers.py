@@ -5,80 +5,71 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from aiohttp import web
-
 from service import auth, store
-from service.appkeys import POOL, REQUEST_ID
-from service.errors import NotFound
-from service.http import Route, json_response, principal, read_json
+from service.appkeys import POOL
+from service.http import Route, actor, empty, json_response, read_json, transaction
 from service.names import validate_name
 from service.projects import domain, queries
 from service.projects.commands import CreateEnvironment, CreateProject, EnableEnvironment
+from service.projects.responses import (
+    Environment,
+    EnvironmentList,
+    Project,
+    ProjectDetail,
+    ProjectList,
+)
 
 if TYPE_CHECKING:
-    from service.connections import Conn
-    from service.events import Metadata
+    from aiohttp import web
 
 
 async def list_projects(request: web.Request) -> web.Response:
     rows = await request.app[POOL].fetch(queries.LIST_PROJECTS)
-    projects = [queries.project_json(r, r["feature_count"]) for r in rows]
-    return json_response({"version": 1, "projects": projects})
+    return json_response(ProjectList(projects=[Project.from_row(r) for r in rows]))
 
 
 async def get_project(request: web.Request) -> web.Response:
     project_id = request.match_info["projectId"]
     async with request.app[POOL].acquire() as conn:
-        body = await queries.project_detail(conn, project_id)
-    if body is None:
-        raise NotFound(f"Project {project_id} does not exist")
-    return json_response(body)
+        found = await queries.active_project(conn, project_id)
+    if found is None:
+        raise domain.project_missing(project_id)
+    return json_response(ProjectDetail.from_rows(*found))
 
 
 async def create_project(request: web.Request) -> web.Response:
     cmd = await read_json(request, CreateProject)
-    async with request.app[POOL].acquire() as conn, conn.transaction():
-        exists = await conn.fetchrow(queries.PROJECT, cmd.id) is not None
-        environments = [r["name"] for r in await conn.fetch(queries.ENVIRONMENT_NAMES)]
+    async with transaction(request) as conn:
         event = domain.create_project(
-            cmd, exists=exists, environments=environments, now=datetime.now(UTC)
+            cmd,
+            exists=await conn.fetchval(queries.PROJECT_EXISTS, cmd.id),
+            environments=await queries.environment_names(conn),
+            now=datetime.now(UTC),
         )
-        await store.append_new(
-            conn,
-            domain.project_stream(cmd.id),
-            [event],
-            _meta(request),
-            exists=f"A project with id {cmd.id} already exists",
-        )
-        body = await queries.project_detail(conn, cmd.id)
-    return json_response(body, status=201)
+        await store.append(conn, domain.project_stream(cmd.id), [event], actor(request), new=True)
+        found = await queries.active_project(conn, cmd.id)
+    assert found is not None  # the inline projection wrote it in this transaction
+    return json_response(ProjectDetail.from_rows(*found), status=201)
 
 
 async def archive_project(request: web.Request) -> web.Response:
     project_id = request.match_info["projectId"]
-    async with request.app[POOL].acquire() as conn, conn.transaction():
-        row = await conn.fetchrow(queries.LOCK_PROJECT, project_id)
-        if row is None or row["archived_at"] is not None:
-            raise NotFound(f"Project {project_id} does not exist")
-        active = await conn.fetchval(queries.ACTIVE_FLAGS, project_id)
-        event = domain.archive_project(project_id, active_flags=active, now=datetime.now(UTC))
-        await store.append_to_current(
-            conn, domain.project_stream(project_id), [event], _meta(request)
-        )
-    return web.Response(status=200)
+    async with transaction(request) as conn:
+        project = await queries.lock_active_project(conn, project_id)
+        event = domain.archive_project(project_id, project, now=datetime.now(UTC))
+        await store.append(conn, domain.project_stream(project_id), [event], actor(request))
+    return empty()
 
 
 async def list_environments(request: web.Request) -> web.Response:
     rows = await request.app[POOL].fetch(queries.LIST_ENVIRONMENTS)
-    return json_response(
-        {"version": 1, "environments": [queries.environment_json(r) for r in rows]}
-    )
+    return json_response(EnvironmentList(environments=[Environment.from_row(r) for r in rows]))
 
 
 async def create_environment(request: web.Request) -> web.Response:
     cmd = await read_json(request, CreateEnvironment)
     validate_name(cmd.name, "$.name", "Environment name")
-    async with request.app[POOL].acquire() as conn, conn.transaction():
+    async with transaction(request) as conn:
         exists = await conn.fetchval(queries.ENVIRONMENT_EXISTS, cmd.name)
         next_sort_order = 0
         if cmd.sort_order is None and not exists:
@@ -86,57 +77,32 @@ async def create_environment(request: web.Request) -> web.Response:
         event = domain.create_environment(
             cmd, exists=exists, next_sort_order=next_sort_order, now=datetime.now(UTC)
         )
-        await store.append_new(
-            conn,
-            domain.environment_stream(cmd.name),
-            [event],
-            _meta(request),
-            exists=f"An environment named {cmd.name} already exists",
-        )
+        stream = domain.environment_stream(cmd.name)
+        await store.append(conn, stream, [event], actor(request), new=True)
         row = await conn.fetchrow(queries.ENVIRONMENT, cmd.name)
-    assert row is not None
-    return json_response(queries.environment_json(row), status=201)
+    assert row is not None  # the inline projection wrote it in this transaction
+    return json_response(Environment.from_row(row), status=201)
 
 
 async def enable_environment(request: web.Request) -> web.Response:
     project_id = request.match_info["projectId"]
     cmd = await read_json(request, EnableEnvironment)
-    async with request.app[POOL].acquire() as conn, conn.transaction():
-        enabled = await _active_project_environments(conn, project_id)
-        event = domain.enable_environment(
-            project_id,
-            cmd.environment,
-            known=await conn.fetchval(queries.ENVIRONMENT_EXISTS, cmd.environment),
-            enabled=cmd.environment in enabled,
-        )
-        await store.append_to_current(
-            conn, domain.project_stream(project_id), [event], _meta(request)
-        )
-    return web.Response(status=200)
+    async with transaction(request) as conn:
+        project = await queries.lock_active_project(conn, project_id)
+        known = await conn.fetchval(queries.ENVIRONMENT_EXISTS, cmd.environment)
+        event = domain.enable_environment(project_id, cmd.environment, project, known=known)
+        await store.append(conn, domain.project_stream(project_id), [event], actor(request))
+    return empty()
 
 
 async def disable_environment(request: web.Request) -> web.Response:
     project_id = request.match_info["projectId"]
     environment = request.match_info["environment"]
-    async with request.app[POOL].acquire() as conn, conn.transaction():
-        enabled = await _active_project_environments(conn, project_id)
-        event = domain.disable_environment(project_id, environment, enabled=enabled)
-        await store.append_to_current(
-            conn, domain.project_stream(project_id), [event], _meta(request)
-        )
-    return web.Response(status=200)
-
-
-def _meta(request: web.Request) -> Metadata:
-    return principal(request).metadata(request[REQUEST_ID])
-
-
-async def _active_project_environments(conn: Conn, project_id: str) -> list[str]:
-    """The project's environments, with the project row locked: changes to it queue."""
-    row = await conn.fetchrow(queries.LOCK_ACTIVE_PROJECT, project_id)
-    if row is None or row["archived_at"] is not None:
-        raise NotFound(f"Project {project_id} does not exist")
-    return [r["name"] for r in await conn.fetch(queries.PROJECT_ENVIRONMENTS, project_id)]
+    async with transaction(request) as conn:
+        project = await queries.lock_active_project(conn, project_id)
+        event = domain.disable_environment(project_id, environment, project)
+        await store.append(conn, domain.project_stream(project_id), [event], actor(request))
+    return empty()
 
 
 ROUTES = [

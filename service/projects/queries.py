@@ -1,22 +1,38 @@
-"""Read SQL of the project and environment read models."""
+"""Read SQL of the project and environment read models: the state decisions need (under row
+locks) and the rows responses are built from."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from service.projects.domain import ActiveProject
 
 if TYPE_CHECKING:
     import asyncpg
 
     from service.connections import Conn
 
-PROJECT = "SELECT id, name, description, created_at, archived_at FROM projects WHERE id = $1"
-LOCK_PROJECT = "SELECT archived_at FROM projects WHERE id = $1 FOR UPDATE"
-ACTIVE_FLAGS = "SELECT count(*) FROM features WHERE project = $1 AND archived_at IS NULL"
+PROJECT = """
+SELECT p.id, p.name, p.description, p.created_at, p.archived_at,
+       (SELECT count(*) FROM features f
+        WHERE f.project = p.id AND f.archived_at IS NULL) AS feature_count
+FROM projects p WHERE p.id = $1
+"""
 LIST_PROJECTS = """
 SELECT p.id, p.name, p.description, p.created_at, p.archived_at,
        (SELECT count(*) FROM features f
         WHERE f.project = p.id AND f.archived_at IS NULL) AS feature_count
 FROM projects p WHERE p.archived_at IS NULL ORDER BY p.created_at, p.id
+"""
+PROJECT_EXISTS = "SELECT EXISTS (SELECT 1 FROM projects WHERE id = $1)"
+# Changes to a project lock its row: they queue. Flag creates share-lock it, so an archive
+# waits for them. The state is read by the next statement, which sees what they committed.
+LOCK_ACTIVE_PROJECT = "SELECT 1 FROM projects WHERE id = $1 AND archived_at IS NULL FOR UPDATE"
+PROJECT_STATE = """
+SELECT array(SELECT pe.environment FROM project_environments pe
+             WHERE pe.project_id = $1 ORDER BY pe.environment) AS environments,
+       (SELECT count(*) FROM features f
+        WHERE f.project = $1 AND f.archived_at IS NULL) AS active_flags
 """
 PROJECT_ENVIRONMENTS = """
 SELECT e.name, e.type, e.sort_order
@@ -26,7 +42,6 @@ WHERE pe.project_id = $1 ORDER BY e.sort_order, e.name
 ENVIRONMENT_NAMES = "SELECT name FROM environments ORDER BY sort_order, name"
 ENVIRONMENT_EXISTS = "SELECT EXISTS (SELECT 1 FROM environments WHERE name = $1)"
 NEXT_SORT_ORDER = "SELECT coalesce(max(sort_order), 0) + 1 FROM environments"
-LOCK_ACTIVE_PROJECT = "SELECT archived_at FROM projects WHERE id = $1 FOR UPDATE"
 LIST_ENVIRONMENTS = """
 SELECT e.name, e.type, e.sort_order,
        (SELECT count(*) FROM project_environments pe JOIN projects p ON p.id = pe.project_id
@@ -39,37 +54,24 @@ WHERE e.name = $1
 """
 
 
-def environment_json(row: asyncpg.Record) -> dict[str, Any]:
-    return {
-        "name": row["name"],
-        "type": row["type"],
-        "sortOrder": row["sort_order"],
-        "enabled": True,
-        "protected": False,
-        "projectCount": row["project_count"],
-    }
+async def lock_active_project(conn: Conn, project_id: str) -> ActiveProject | None:
+    """Lock the project's row, then read its state (after the lock: docs/architecture.md)."""
+    if await conn.fetchval(LOCK_ACTIVE_PROJECT, project_id) is None:
+        return None
+    row = await conn.fetchrow(PROJECT_STATE, project_id)
+    assert row is not None  # a SELECT without FROM has its one row
+    return ActiveProject(environments=list(row["environments"]), active_flags=row["active_flags"])
 
 
-def project_json(row: asyncpg.Record, feature_count: int) -> dict[str, Any]:
-    return {
-        "id": row["id"],
-        "name": row["name"],
-        "description": row["description"],
-        "createdAt": row["created_at"],
-        "archivedAt": row["archived_at"],
-        "featureCount": feature_count,
-        "mode": "open",
-    }
+async def environment_names(conn: Conn) -> list[str]:
+    return [r["name"] for r in await conn.fetch(ENVIRONMENT_NAMES)]
 
 
-async def project_detail(conn: Conn, project_id: str) -> dict[str, Any] | None:
+async def active_project(
+    conn: Conn, project_id: str
+) -> tuple[asyncpg.Record, list[asyncpg.Record]] | None:
+    """A project that is not archived, and its environments in display order."""
     row = await conn.fetchrow(PROJECT, project_id)
     if row is None or row["archived_at"] is not None:
         return None
-    environments = await conn.fetch(PROJECT_ENVIRONMENTS, project_id)
-    body = project_json(row, await conn.fetchval(ACTIVE_FLAGS, project_id))
-    body["environments"] = [
-        {"environment": e["name"], "type": e["type"], "sortOrder": e["sort_order"]}
-        for e in environments
-    ]
-    return body
+    return row, await conn.fetch(PROJECT_ENVIRONMENTS, project_id)

@@ -1,7 +1,8 @@
-"""Request bodies of the user, sign-in and personal-access-token routes."""
+"""Request bodies of the user, sign-in, service-account and personal-access-token routes."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated
 
 import msgspec
@@ -44,3 +45,34 @@ class DeleteUsers(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     ids: Annotated[
         list[Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]], msgspec.Meta(max_length=10_000)
     ]
+
+
+AwareDatetime = Annotated[datetime, msgspec.Meta(tz=True)]
+
+
+class CreatePersonalAccessToken(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    description: Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
+    expires_at: AwareDatetime
+
+
+class CreateServiceAccount(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    username: Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
+    root_role: RootRoleRef
+    name: Text | None = None
+
+
+class UpdateServiceAccount(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    name: Text | None = None  # left out, null or blank: kept
+    root_role: RootRoleRef | None = None
+
+
+class ImportLine(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """A line of `import-users`: a user from another installation."""
+
+    email: Text | None = None
+    username: Text | None = None
+    name: Text | None = None
+    root_role: RootRoleRef = 3
+    created_at: AwareDatetime | None = None
+    seen_at: AwareDatetime | None = None
+    password_hash: Annotated[str, msgspec.Meta(max_length=1000)] | None = None

@@ -1,27 +1,106 @@
-"""Users: pure decisions over accounts, roles and sign-ins; no I/O."""
+"""Accounts (people and service accounts), their sign-ins and personal access tokens: pure
+decisions, no I/O. Each command has one function here; it takes the request and the state the
+handler loaded under locks (None where the account does not exist) and returns the events."""
 
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from typing import TYPE_CHECKING, Final
 
+import msgspec
+
 from service.auth import ROOT_ROLES
-from service.errors import ValidationError
-from service.users.events import UserCreated, UserUpdated
+from service.errors import NameExists, NotFound, PasswordMismatch, PatLimit, ValidationError
+from service.users.events import (
+    ImportedUser,
+    PasswordChanged,
+    PersonalAccessTokenCreated,
+    PersonalAccessTokenDeleted,
+    PersonalAccessTokensSeen,
+    ServiceAccountCreated,
+    ServiceAccountDeleted,
+    ServiceAccountUpdated,
+    TokenUse,
+    UserCreated,
+    UserDeleted,
+    UserRecord,
+    UsersDeleted,
+    UserSignedIn,
+    UserSignedOut,
+    UserSignInFailed,
+    UsersImported,
+    UserUpdated,
+)
 
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from service.users.commands import CreateUser, RootRoleRef, UpdateUser
+    from service.users.commands import (
+        CreatePersonalAccessToken,
+        CreateServiceAccount,
+        CreateUser,
+        RootRoleRef,
+        UpdateServiceAccount,
+        UpdateUser,
+    )
 
 # Something@domain.tld without spaces: what a mail server could deliver to.
 _EMAIL: Final = re.compile(r"^[^@\s]+@[^@\s.]+(\.[^@\s.]+)+$")
 _CONTROL: Final = re.compile(r"[\x00-\x1f\x7f]")
-USER_EXISTS: Final = "User already exists"
+USER: Final = "User"
+SERVICE_ACCOUNT: Final = "Service Account"
+SESSION_LIFETIME: Final = timedelta(hours=48)  # Unleash's default session TTL
+# One answer for an unknown account and a wrong password, so sign-in reveals nobody.
+WRONG_CREDENTIALS: Final = (
+    "The combination of password and username you provided is invalid. If you have forgotten "
+    "your password, visit /forgotten-password or get in touch with your instance administrator."
+)
+PAT_LIMIT: Final = 10  # a person's own tokens, as Unleash's default
+# Service accounts are machines an admin manages, often one token per deployment: a wider bound.
+SERVICE_ACCOUNT_TOKEN_LIMIT: Final = 1000
+MAX_LIFETIME: Final = timedelta(days=36525)
+
+
+class Account(msgspec.Struct, frozen=True, kw_only=True):
+    """A user or service account as decisions about it need it (its row, locked)."""
+
+    id: int
+    account_type: str
+    name: str | None
+    username: str | None
+    email: str | None
+    root_role: int
+    login_attempts: int
 
 
 def user_stream(user_id: int) -> tuple[str, str]:
     return ("user", str(user_id))
+
+
+def account_stream(account_type: str, account_id: int) -> tuple[str, str]:
+    """Personal access tokens live on their owner's stream."""
+    kind = "user" if account_type == USER else "service-account"
+    return (kind, str(account_id))
+
+
+def user_missing(user_id: object) -> NotFound:
+    return NotFound(f"Could not find user with id {user_id}")
+
+
+def service_account_missing(account_id: object) -> NotFound:
+    return NotFound(f"Could not find service account with id {account_id}")
+
+
+def _found(account: Account | None, account_id: int, account_type: str = USER) -> Account:
+    if account is None or account.account_type != account_type:
+        if account_type == USER:
+            raise user_missing(account_id)
+        raise service_account_missing(account_id)
+    return account
+
+
+# --- fields -------------------------------------------------------------------------------------
 
 
 def root_role_id(ref: RootRoleRef, path: str = "$.rootRole") -> int:
@@ -57,28 +136,222 @@ def clean_email(value: str | None, path: str = "$.email") -> str | None:
     return email.lower() if email is not None else None
 
 
-def create_user(cmd: CreateUser, *, user_id: int, now: datetime) -> UserCreated:
-    """Uniqueness of email and username (any case) is the read model's unique indexes' job."""
+# --- people -----------------------------------------------------------------------------------
+
+
+def create_user(
+    cmd: CreateUser, *, user_id: int, password_hash: str | None, now: datetime
+) -> list[UserCreated | PasswordChanged]:
+    """Uniqueness of email and username (any case) is the read model's unique indexes' job.
+    password_hash: of the password given (checked for strength before it was hashed)."""
     email = clean_email(cmd.email)
     username = clean_text(cmd.username, "$.username")
     if email is None and username is None:
         raise ValidationError("You must specify username or email")
-    role = root_role_id(cmd.root_role)
-    return UserCreated(
+    created = UserCreated(
         user_id=user_id,
         name=clean_text(cmd.name, "$.name"),
         username=username,
         email=email,
-        root_role=role,
+        root_role=root_role_id(cmd.root_role),
+        created_at=now,
+    )
+    if password_hash is None:
+        return [created]
+    return [created, PasswordChanged(user_id=user_id, password_hash=password_hash)]
+
+
+def update_user(user_id: int, account: Account | None, cmd: UpdateUser) -> UserUpdated | None:
+    """The account after the update, or None when nothing changes. As in Unleash, a field
+    left out, null or blank keeps its value."""
+    current = _found(account, user_id)
+    name = clean_text(cmd.name, "$.name") or current.name
+    email = clean_email(cmd.email) or current.email
+    role = current.root_role if cmd.root_role is None else root_role_id(cmd.root_role)
+    if (name, email, role) == (current.name, current.email, current.root_role):
+        return None
+    return UserUpdated(user_id=user_id, name=name, email=email, root_role=role)
+
+
+def delete_user(user_id: int, account: Account | None) -> UserDeleted:
+    current = _found(account, user_id)
+    return UserDeleted(
+        user_id=user_id, name=current.name, username=current.username, email=current.email
+    )
+
+
+def change_password(user_id: int, account: Account | None, password_hash: str) -> PasswordChanged:
+    _found(account, user_id)
+    return PasswordChanged(user_id=user_id, password_hash=password_hash)
+
+
+def sign_in(
+    account: Account | None,
+    *,
+    password_ok: bool,
+    hash_unchanged: bool,
+    session_hash: str,
+    now: datetime,
+) -> UserSignedIn | UserSignInFailed:
+    """account: found by what was typed and locked. A wrong password is counted (the caller
+    answers 401 once that is committed); a password replaced while it was being checked, or an
+    account deleted meanwhile, voids the check."""
+    if account is None or not hash_unchanged:
+        raise PasswordMismatch(WRONG_CREDENTIALS)
+    if not password_ok:
+        return UserSignInFailed(
+            user_id=account.id, attempted_at=now, login_attempts=account.login_attempts + 1
+        )
+    return UserSignedIn(
+        user_id=account.id,
+        seen_at=now,
+        session_hash=session_hash,
+        session_expires_at=now + SESSION_LIFETIME,
+    )
+
+
+def sign_out(owner: int | None, session_hash: str) -> UserSignedOut | None:
+    """owner: the id of the session's account; None when there is no such session."""
+    return None if owner is None else UserSignedOut(user_id=owner, session_hash=session_hash)
+
+
+def delete_inactive(
+    inactive: list[UserRecord], *, inactive_days: int, now: datetime
+) -> UsersDeleted | None:
+    """inactive: the listed users that are inactive now (locked), each as it is."""
+    if not inactive:
+        return None
+    return UsersDeleted(users=inactive, inactive_days=inactive_days, deleted_at=now)
+
+
+def new_users(
+    users: list[ImportedUser], *, taken_emails: set[str], taken_usernames: set[str]
+) -> list[ImportedUser]:
+    """The users of an import batch that are not there yet (by e-mail or username), each once
+    (the first of a file's repeats)."""
+    emails, usernames = set(taken_emails), set(taken_usernames)
+    fresh: list[ImportedUser] = []
+    for user in users:
+        if (user.email and user.email in emails) or (user.username and user.username in usernames):
+            continue
+        fresh.append(user)
+        emails.add(user.email or "")
+        usernames.add(user.username or "")
+    return fresh
+
+
+def import_users(users: list[ImportedUser], *, ids: list[int], source: str) -> UsersImported:
+    """One batch of `import-users`: the new users with the ids they get."""
+    return UsersImported(
+        users=[msgspec.structs.replace(u, user_id=i) for u, i in zip(users, ids, strict=True)],
+        source=source,
+    )
+
+
+# --- service accounts -------------------------------------------------------------------------
+
+
+def create_service_account(
+    cmd: CreateServiceAccount, *, account_id: int, username_taken: bool, now: datetime
+) -> ServiceAccountCreated:
+    username = clean_text(cmd.username, "$.username")
+    if username is None:
+        raise ValidationError("username must not be blank - at `$.username`")
+    if username_taken:
+        raise NameExists(f"A user or service account named {username} exists")
+    return ServiceAccountCreated(
+        account_id=account_id,
+        username=username,
+        name=clean_text(cmd.name, "$.name"),
+        root_role=root_role_id(cmd.root_role),
         created_at=now,
     )
 
 
-def update_user(current: UserUpdated, cmd: UpdateUser) -> UserUpdated | None:
-    """The account after the update, or None when nothing changes. As in Unleash, a field
-    left out, null or blank keeps its value."""
+def update_service_account(
+    account_id: int, account: Account | None, cmd: UpdateServiceAccount
+) -> ServiceAccountUpdated | None:
+    current = _found(account, account_id, SERVICE_ACCOUNT)
     name = clean_text(cmd.name, "$.name") or current.name
-    email = clean_email(cmd.email) or current.email
     role = current.root_role if cmd.root_role is None else root_role_id(cmd.root_role)
-    updated = UserUpdated(user_id=current.user_id, name=name, email=email, root_role=role)
-    return None if updated == current else updated
+    if (name, role) == (current.name, current.root_role):
+        return None
+    return ServiceAccountUpdated(account_id=account_id, name=name, root_role=role)
+
+
+def delete_service_account(account_id: int, account: Account | None) -> ServiceAccountDeleted:
+    current = _found(account, account_id, SERVICE_ACCOUNT)
+    assert current.username is not None  # a service account always has one
+    return ServiceAccountDeleted(
+        account_id=account_id, username=current.username, name=current.name
+    )
+
+
+# --- personal access tokens -------------------------------------------------------------------
+
+
+class NewSecret(msgspec.Struct, frozen=True, kw_only=True):
+    """A token's secret as stored: its hash and the hint listings show (never the secret)."""
+
+    hash: str
+    hint: str
+
+
+def create_personal_access_token(  # noqa: PLR0913 - every part of the new token is decided here
+    cmd: CreatePersonalAccessToken,
+    account: Account | None,
+    *,
+    account_id: int,
+    account_type: str,
+    token_id: int,
+    existing: list[str],
+    secret: NewSecret,
+    now: datetime,
+) -> PersonalAccessTokenCreated:
+    """existing: descriptions of the account's current tokens. Checked in Unleash's order:
+    expiry, then the limit, then the description."""
+    owner = _found(account, account_id, account_type)
+    description = cmd.description.strip()
+    if not description:
+        raise ValidationError("PAT description cannot be empty. - at `$.description`")
+    if cmd.expires_at <= now:
+        raise ValidationError("The expiry date should be in future. - at `$.expiresAt`")
+    if cmd.expires_at - now > MAX_LIFETIME:
+        raise ValidationError("expiresAt must be within 100 years - at `$.expiresAt`")
+    limit = PAT_LIMIT if account_type == USER else SERVICE_ACCOUNT_TOKEN_LIMIT
+    if len(existing) >= limit:
+        raise PatLimit(f"Too many PATs ({limit}) already exist for this user.")
+    if description in existing:
+        raise NameExists("PAT description already exists.")
+    return PersonalAccessTokenCreated(
+        token_id=token_id,
+        user_id=owner.id,
+        description=description,
+        secret_hash=secret.hash,
+        secret_hint=secret.hint,
+        created_at=now,
+        expires_at=cmd.expires_at,
+    )
+
+
+def delete_personal_access_token(
+    account: Account | None,
+    *,
+    account_id: int,
+    account_type: str,
+    token_id: int,
+    token_exists: bool,
+) -> PersonalAccessTokenDeleted:
+    owner = _found(account, account_id, account_type)
+    if not token_exists:
+        raise NotFound("No PAT found.")
+    return PersonalAccessTokenDeleted(token_id=token_id, user_id=owner.id)
+
+
+def record_token_use(last_use: dict[int, datetime]) -> PersonalAccessTokensSeen | None:
+    """The last use of each token since the previous record, in token order."""
+    if not last_use:
+        return None
+    return PersonalAccessTokensSeen(
+        seen=[TokenUse(token_id=t, seen_at=at) for t, at in sorted(last_use.items())]
+    )

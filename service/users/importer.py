@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import msgspec
 
@@ -13,8 +13,8 @@ from service import store
 from service.errors import AppError
 from service.events import Metadata
 from service.users import domain
-from service.users.commands import RootRoleRef, Text
-from service.users.events import ImportedUser, UsersImported
+from service.users.commands import ImportLine
+from service.users.events import ImportedUser
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -25,18 +25,7 @@ BATCH = 1000
 IMPORTER = Metadata(
     actor_id="import-users", actor_name="import-users", actor_kind="system", source="import"
 )
-AwareDatetime = Annotated[datetime, msgspec.Meta(tz=True)]
 ARGON2_PREFIX = "$argon2"
-
-
-class ImportLine(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    email: Text | None = None
-    username: Text | None = None
-    name: Text | None = None
-    root_role: RootRoleRef = 3
-    created_at: AwareDatetime | None = None
-    seen_at: AwareDatetime | None = None
-    password_hash: Annotated[str, msgspec.Meta(max_length=1000)] | None = None
 
 
 _decoder = msgspec.json.Decoder(ImportLine)
@@ -131,24 +120,15 @@ async def _import_batch(
             [u.email for u in users if u.email],
             [u.username for u in users if u.username],
         )
-        emails = {r["email"] for r in existing if r["email"]}
-        usernames = {r["username"] for r in existing if r["username"]}
-        fresh: list[ImportedUser] = []
-        for user in users:
-            if (user.email and user.email in emails) or (
-                user.username and user.username in usernames
-            ):
-                report.skipped += 1
-                continue
-            fresh.append(user)
-            emails.add(user.email or "")
-            usernames.add(user.username or "")
+        fresh = domain.new_users(
+            users,
+            taken_emails={r["email"] for r in existing if r["email"]},
+            taken_usernames={r["username"] for r in existing if r["username"]},
+        )
+        report.skipped += len(users) - len(fresh)
         if not fresh:
             return
         ids = [r[0] for r in await conn.fetch(NEW_IDS, len(fresh))]
-        event = UsersImported(
-            users=[msgspec.structs.replace(u, user_id=i) for u, i in zip(fresh, ids, strict=True)],
-            source=source,
-        )
-        await store.append(conn, ("user-batch", str(uuid.uuid4())), "no-stream", [event], IMPORTER)
+        event = domain.import_users(fresh, ids=ids, source=source)
+        await store.append(conn, ("user-batch", str(uuid.uuid4())), [event], IMPORTER, new=True)
         report.imported += len(fresh)

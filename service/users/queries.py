@@ -1,14 +1,14 @@
-"""Read SQL of the users read model, and the JSON of a user record."""
+"""Read SQL of the account read models (users, service accounts, personal access tokens,
+sessions): the state decisions need, read under row locks, and the rows responses are built from."""
 
 from __future__ import annotations
 
-import hashlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from service.auth import ROOT_ROLES
+from service.users.domain import Account
 
 if TYPE_CHECKING:
-    import asyncpg
+    from service.connections import Conn
 
 NEXT_USER_ID = "SELECT nextval('user_ids')"
 LIST_USERS = """
@@ -21,11 +21,11 @@ SELECT u.id, u.account_type, u.name, u.username, u.email, u.root_role, u.login_a
        u.created_at
 FROM users u WHERE u.id = $1 AND u.account_type = 'User'
 """
-LOCK_USER = """
-SELECT u.id, u.account_type, u.name, u.username, u.email, u.root_role, u.login_attempts, u.seen_at,
-       u.created_at
-FROM users u WHERE u.id = $1 AND u.account_type = 'User'
-FOR UPDATE
+# Changes to an account lock its row first: they queue, and each sees what the one before left
+# (the row's own columns, read by the statement that waited for the lock, are its latest).
+LOCK_ACCOUNT = """
+SELECT u.id, u.account_type, u.name, u.username, u.email, u.root_role, u.login_attempts
+FROM users u WHERE u.id = $1 FOR UPDATE
 """
 GET_ACCOUNT = """
 SELECT u.id, u.account_type, u.name, u.username, u.email, u.root_role, u.login_attempts, u.seen_at,
@@ -46,46 +46,6 @@ SELECT u.id, u.account_type, u.name, u.username, u.email, u.root_role, u.login_a
 FROM users u LEFT JOIN user_passwords pw ON pw.user_id = u.id
 WHERE u.account_type = 'User' AND u.username = $1
 """
-UNIQUE_ACCOUNT_FIELDS = frozenset({"users_email_key", "users_username_key"})
-
-
-def image_url(row: asyncpg.Record | dict[str, Any]) -> str:
-    """Unleash's default avatar: the gravatar (sha256) of the e-mail, or else the username."""
-    key = (row["email"] or row["username"] or str(row["id"])).strip().lower()
-    digest = hashlib.sha256(key.encode()).hexdigest()
-    return f"https://gravatar.com/avatar/{digest}?s=42&d=retro&r=g"
-
-
-def user_json(row: asyncpg.Record | dict[str, Any]) -> dict[str, Any]:
-    """spec.md's user record. As in Unleash, a name, e-mail or username that is not set is left
-    out (spec.md's `email` is a string, never null)."""
-    body: dict[str, Any] = {"id": row["id"]}
-    for field in ("name", "email", "username"):
-        if row[field] is not None:
-            body[field] = row[field]
-    return body | {
-        "imageUrl": image_url(row),
-        "seenAt": row["seen_at"],
-        "loginAttempts": row["login_attempts"],
-        "createdAt": row["created_at"],
-        "isAPI": False,
-        "rootRole": row["root_role"],
-        "accountType": row["account_type"],
-        "emailSent": False,
-        "permissions": [],
-        "scimId": None,
-    }
-
-
-def root_roles_json(role_ids: set[int] | None = None) -> list[dict[str, object]]:
-    """Every root role, or the ones with these ids, in id order."""
-    return [
-        role.json()
-        for role_id, role in sorted(ROOT_ROLES.items())
-        if role_ids is None or role_id in role_ids
-    ]
-
-
 PASSWORD_HASH = "SELECT password_hash FROM user_passwords WHERE user_id = $1"
 LOCK_SESSION_OWNER = """
 SELECT u.id, coalesce(u.name, u.username, u.email) AS name
@@ -228,3 +188,47 @@ SELECT u.id, u.account_type, u.name, u.username, u.email, u.root_role, u.login_a
        u.seen_at, u.created_at
 FROM users u WHERE u.id = ANY($1::bigint[])
 """
+
+USERNAME_TAKEN = "SELECT EXISTS (SELECT 1 FROM users WHERE username = $1)"
+NEXT_PAT_ID = "SELECT nextval('personal_access_token_ids')"
+PAT_DESCRIPTIONS = "SELECT description FROM personal_access_tokens WHERE user_id = $1"
+LOCK_PAT = "SELECT id FROM personal_access_tokens WHERE id = $1 AND user_id = $2 FOR UPDATE"
+_PAT_COLUMNS = (
+    "p.id, p.secret_hint, p.created_at, p.seen_at, p.user_id, p.description, p.expires_at"
+)
+PAT = f"SELECT {_PAT_COLUMNS} FROM personal_access_tokens p WHERE p.id = $1"  # noqa: S608
+OWN_PATS = f"SELECT {_PAT_COLUMNS} FROM personal_access_tokens p WHERE p.user_id = $1 ORDER BY p.id"  # noqa: S608
+# One round trip answers both: no row when the id is not a service account's, one row with
+# NULL columns when it has no token, else its tokens in id order.
+SERVICE_ACCOUNT_PATS = f"""
+SELECT {_PAT_COLUMNS}
+FROM users u LEFT JOIN personal_access_tokens p ON p.user_id = u.id
+WHERE u.id = $1 AND u.account_type = 'Service Account'
+ORDER BY p.id
+"""  # noqa: S608 - constants
+LIST_SERVICE_ACCOUNTS = """
+SELECT u.id, u.account_type, u.name, u.username, u.email, u.root_role, u.login_attempts, u.seen_at,
+       u.created_at
+FROM users u WHERE u.account_type = 'Service Account'
+ORDER BY u.id
+"""
+GET_SERVICE_ACCOUNT = """
+SELECT u.id, u.account_type, u.name, u.username, u.email, u.root_role, u.login_attempts, u.seen_at,
+       u.created_at
+FROM users u WHERE u.id = $1 AND u.account_type = 'Service Account'
+"""
+
+
+async def lock_account(conn: Conn, account_id: int) -> Account | None:
+    row = await conn.fetchrow(LOCK_ACCOUNT, account_id)
+    if row is None:
+        return None
+    return Account(
+        id=row["id"],
+        account_type=row["account_type"],
+        name=row["name"],
+        username=row["username"],
+        email=row["email"],
+        root_role=row["root_role"],
+        login_attempts=row["login_attempts"],
+    )

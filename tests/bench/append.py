@@ -32,13 +32,13 @@ import asyncpg
 import structlog
 
 from projections import verify as verification
-from service import connections, embedded, migrations, store
-from tests.factories import TEST_ACTOR, Noted
+from service import connections, embedded, eventstore, migrations
+from tests.factories import TEST_ACTOR, noted
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from service.events import Event
+    from service.codec import DomainEvent
 
 OUT = Path(__file__).resolve().parent / "out" / "append.json"
 STREAM_TYPE = "bench"
@@ -114,9 +114,9 @@ async def writer(
             return
         first = counter[0]
         counter[0] += scenario.events_per_tx
-        events: list[Event] = [Noted(n=first + i) for i in range(scenario.events_per_tx)]
-        async with conn.transaction():
-            await store.append(
+        events: list[DomainEvent] = [noted(first + i) for i in range(scenario.events_per_tx)]
+        async with conn.transaction():  # the event store alone: no read model is written
+            await eventstore.append(
                 conn, (STREAM_TYPE, uuid.uuid4().hex), "no-stream", events, TEST_ACTOR
             )
         done = time.perf_counter()

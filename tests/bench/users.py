@@ -219,7 +219,8 @@ def psql(env: dict[str, str], sql: str) -> list[str]:
 def plan(env: dict[str, str], q: str) -> list[str]:
     """What PostgreSQL does for the service's first statement for q (tiers 1 and 2 and the
     first people by name), and for the trigram fallback of tier 3."""
-    from service.users import queries, search  # noqa: PLC0415 - the exact SQL the service runs
+    from service.users import queries  # noqa: PLC0415 - the exact SQL the service runs
+    from service.users.handlers import search  # noqa: PLC0415
 
     q = q.strip()
 

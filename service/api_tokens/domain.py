@@ -1,30 +1,21 @@
-"""API tokens, service accounts and personal access tokens: pure decisions, no I/O."""
+"""API tokens: pure decisions, no I/O."""
 
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Literal, cast
 
-from service.accounts.events import (
-    ApiTokenCreated,
-    PersonalAccessTokenCreated,
-    ServiceAccountCreated,
-    ServiceAccountUpdated,
-    TokenType,
-)
-from service.errors import NameExists, PatLimit, ValidationError
+from service.api_tokens.events import ApiTokenCreated, ApiTokenDeleted
+from service.auth import hash_secret, secret_hint
+from service.errors import NotFound, ValidationError
 from service.names import validate_name
-from service.users.domain import clean_text, root_role_id
 
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from service.accounts.commands import (
-        CreateApiToken,
-        CreateServiceAccount,
-        UpdateServiceAccount,
-    )
+    from service.api_tokens.commands import CreateApiToken
 
+TokenType = Literal["admin", "client", "frontend"]
 TOKEN_TYPES = ("admin", "client", "frontend")
 DEFAULT_ENVIRONMENT = "development"
 MAX_LIFETIME = timedelta(days=36525)
@@ -80,7 +71,7 @@ def token_secret(token_type: TokenType, environment: str, projects: list[str], r
     return f"{project}:{environment}.{random}"
 
 
-def create_api_token(  # noqa: PLR0913 - every part of the new token is decided here
+def issue_api_token(  # noqa: PLR0913 - every part of the new token is decided here
     *,
     token_id: int,
     name: str,
@@ -108,71 +99,36 @@ def create_api_token(  # noqa: PLR0913 - every part of the new token is decided 
     )
 
 
-PAT_LIMIT = 10  # a person's own tokens, as Unleash's default
-# Service accounts are machines an admin manages, often one token per deployment: a wider bound.
-SERVICE_ACCOUNT_TOKEN_LIMIT = 1000
-
-
-def account_stream(account_type: str, account_id: int) -> tuple[str, str]:
-    """Personal access tokens live on their owner's stream."""
-    kind = "user" if account_type == "User" else "service-account"
-    return (kind, str(account_id))
-
-
-def create_personal_access_token(  # noqa: PLR0913 - every part of the new token is decided here
+def create_api_token(  # noqa: PLR0913 - the facts the rules need
+    cmd: CreateApiToken,
     *,
     token_id: int,
-    user_id: int,
-    description: str,
-    existing: list[str],
-    secret_hash: str,
-    hint: str,
+    random: str,
+    environments: set[str],
+    projects: set[str],
     now: datetime,
-    expires_at: datetime,
-    limit: int = PAT_LIMIT,
-) -> PersonalAccessTokenCreated:
-    """`existing`: descriptions of the account's current tokens."""
-    description = description.strip()
-    if not description:
-        raise ValidationError("PAT description cannot be empty. - at `$.description`")
-    if expires_at <= now:
-        raise ValidationError("The expiry date should be in future. - at `$.expiresAt`")
-    if expires_at - now > MAX_LIFETIME:
-        raise ValidationError("expiresAt must be within 100 years - at `$.expiresAt`")
-    if len(existing) >= limit:  # Unleash's order: expiry, then the limit, then the name
-        raise PatLimit(f"Too many PATs ({limit}) already exist for this user.")
-    if description in existing:
-        raise NameExists("PAT description already exists.")
-    return PersonalAccessTokenCreated(
+) -> tuple[ApiTokenCreated, str]:
+    """`POST /api/admin/api-tokens`: the event and the secret (shown once, in the answer).
+    random: the secret's random part; environments, projects: those that exist."""
+    name = token_name(cmd)
+    scope = token_scope(cmd)
+    check_scope_exists(scope, environments=environments, projects=projects)
+    secret = token_secret(*scope, random)
+    event = issue_api_token(
         token_id=token_id,
-        user_id=user_id,
-        description=description,
-        secret_hash=secret_hash,
-        secret_hint=hint,
-        created_at=now,
-        expires_at=expires_at,
+        name=name,
+        scope=scope,
+        secret_hash=hash_secret(secret),
+        hint=secret_hint(secret),
+        now=now,
+        expires_at=cmd.expires_at,
     )
+    return event, secret
 
 
-def create_service_account(
-    cmd: CreateServiceAccount, *, account_id: int, now: datetime
-) -> ServiceAccountCreated:
-    username = clean_text(cmd.username, "$.username")
-    if username is None:
-        raise ValidationError("username must not be blank - at `$.username`")
-    return ServiceAccountCreated(
-        account_id=account_id,
-        username=username,
-        name=clean_text(cmd.name, "$.name"),
-        root_role=root_role_id(cmd.root_role),
-        created_at=now,
-    )
-
-
-def update_service_account(
-    current: ServiceAccountUpdated, cmd: UpdateServiceAccount
-) -> ServiceAccountUpdated | None:
-    name = clean_text(cmd.name, "$.name") or current.name
-    role = current.root_role if cmd.root_role is None else root_role_id(cmd.root_role)
-    updated = ServiceAccountUpdated(account_id=current.account_id, name=name, root_role=role)
-    return None if updated == current else updated
+def delete_api_token(token: tuple[int, str] | None) -> ApiTokenDeleted:
+    """token: (id, name) of the token found by id or by its secret, locked; None: no such."""
+    if token is None:
+        raise NotFound("No API token found")
+    token_id, name = token
+    return ApiTokenDeleted(token_id=token_id, token_name=name)

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Final
 import structlog
 
 from service import store
-from service.accounts.events import PersonalAccessTokensSeen, TokenUse
 from service.events import SYSTEM
+from service.users import domain
 
 if TYPE_CHECKING:
     import asyncpg
@@ -36,12 +36,11 @@ class TokenUsage:
         if not self._seen:
             return 0
         batch, self._seen = self._seen, {}
-        event = PersonalAccessTokensSeen(
-            seen=[TokenUse(token_id=t, seen_at=at) for t, at in sorted(batch.items())]
-        )
+        event = domain.record_token_use(batch)
+        assert event is not None  # the batch is not empty
         try:
             async with pool.acquire() as conn, conn.transaction():
-                await store.append(conn, STREAM, "any", [event], SYSTEM)
+                await store.append(conn, STREAM, [event], SYSTEM)
         except Exception:
             for token_id, at in batch.items():  # keep them for the next try
                 self._seen[token_id] = max(at, self._seen.get(token_id, at))

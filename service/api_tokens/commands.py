@@ -1,4 +1,4 @@
-"""Request bodies of the api-token, service-account and personal-access-token routes."""
+"""Request bodies of the api-token routes."""
 
 from __future__ import annotations
 
@@ -6,8 +6,6 @@ from datetime import datetime
 from typing import Annotated
 
 import msgspec
-
-from service.users.commands import RootRoleRef, Text
 
 TokenName = Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
 Scope = Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
@@ -22,19 +20,3 @@ class CreateApiToken(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     project: Scope | None = None
     projects: Annotated[list[Scope], msgspec.Meta(max_length=100)] | None = None
     expires_at: AwareDatetime | None = None
-
-
-class CreatePersonalAccessToken(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    description: Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
-    expires_at: AwareDatetime
-
-
-class CreateServiceAccount(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    username: Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
-    root_role: RootRoleRef
-    name: Text | None = None
-
-
-class UpdateServiceAccount(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    name: Text | None = None  # left out, null or blank: kept
-    root_role: RootRoleRef | None = None

@@ -29,6 +29,7 @@ from service.appkeys import POOL
 from service.errors import ValidationError
 from service.http import Route, json_response
 from service.users import queries
+from service.users.responses import User, UserList, root_roles
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -54,7 +55,7 @@ WORD_BREAK: Final = re.compile(r"[\W_]+")
 
 
 def _int_param(request: web.Request, name: str, default: int, low: int) -> int:
-    raw = request.query.get(name)
+    raw = _single(request, name)
     if raw is None or raw == "":
         return default
     if not (raw.isascii() and raw.isdigit()) or len(raw) > MAX_DIGITS:
@@ -67,22 +68,33 @@ def _int_param(request: web.Request, name: str, default: int, low: int) -> int:
     return value
 
 
+def _single(request: web.Request, name: str) -> str | None:
+    """A query parameter given at most once (twice is ambiguous: which one counts?)."""
+    values = request.query.getall(name, [])
+    if len(values) > 1:
+        raise ValidationError(f"{name} may be given only once - at `{name}`")
+    return values[0] if values else None
+
+
 async def search_users(request: web.Request) -> web.Response:
     limit = min(_int_param(request, "limit", DEFAULT_LIMIT, 1), MAX_LIMIT)
     offset = _int_param(request, "offset", 0, 0)
-    q = request.query.get("q", "").strip()
+    q = (_single(request, "q") or "").strip()
     if len(q) < MIN_QUERY:  # behavior.md: no users, and the root roles there are
-        return json_response({"users": [], "rootRoles": queries.root_roles_json()})
+        return json_response(UserList(users=[], root_roles=root_roles()))
     if "\x00" in q:  # no stored text holds NUL (and PostgreSQL text cannot)
-        return json_response({"users": [], "rootRoles": []})
+        return json_response(UserList(users=[], root_roles=[]))
     async with request.app[POOL].acquire() as conn:
         ids = (await find(conn, q, offset + limit))[offset:]
         rows = await conn.fetch(queries.SEARCH_ROWS, ids) if ids else []
     by_id = {row["id"]: row for row in rows}
     found = [by_id[i] for i in ids if i in by_id]
-    users = [queries.user_json(row) for row in found]
-    roles = {row["root_role"] for row in found}
-    return json_response({"users": users, "rootRoles": queries.root_roles_json(roles)})
+    return json_response(
+        UserList(
+            users=[User.from_row(row) for row in found],
+            root_roles=root_roles(row["root_role"] for row in found),
+        )
+    )
 
 
 def weak(q: str) -> bool:

@@ -1,0 +1,61 @@
+"""HTTP handlers of /api/admin/api-tokens."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from service import auth, store
+from service.api_tokens import domain, queries
+from service.api_tokens.commands import CreateApiToken
+from service.api_tokens.responses import ApiToken, ApiTokenList
+from service.appkeys import POOL
+from service.http import Route, actor, empty, json_response, read_json, transaction
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+
+async def list_api_tokens(request: web.Request) -> web.Response:
+    rows = await request.app[POOL].fetch(queries.LIST_TOKENS)
+    return json_response(ApiTokenList(tokens=[ApiToken.from_row(r) for r in rows]))
+
+
+async def create_api_token(request: web.Request) -> web.Response:
+    cmd = await read_json(request, CreateApiToken)
+    async with transaction(request) as conn:
+        known = await conn.fetchrow(queries.KNOWN_SCOPES)
+        assert known is not None  # a SELECT without FROM always has its row
+        event, secret = domain.create_api_token(
+            cmd,
+            token_id=await conn.fetchval(queries.NEXT_TOKEN_ID),
+            random=auth.new_secret(),
+            environments=set(known["environments"]),
+            projects=set(known["projects"]),
+            now=datetime.now(UTC),
+        )
+        stream = domain.stream(event.token_id)
+        await store.append(conn, stream, [event], actor(request), new=True)
+        row = await conn.fetchrow(queries.GET_TOKEN, event.token_id)
+    assert row is not None  # written or locked in this transaction
+    return json_response(ApiToken.from_row(row, secret), status=201)
+
+
+async def delete_api_token(request: web.Request) -> web.Response:
+    """By id, or, as Unleash clients do, by the secret itself (found by its hash)."""
+    key = request.match_info["id"]
+    async with transaction(request) as conn:
+        if key.isascii() and key.isdigit() and len(key) <= 18:
+            row = await conn.fetchrow(queries.LOCK_TOKEN, int(key))
+        else:
+            row = await conn.fetchrow(queries.LOCK_TOKEN_BY_HASH, auth.hash_secret(key))
+        event = domain.delete_api_token(None if row is None else (row["id"], row["token_name"]))
+        await store.append(conn, domain.stream(event.token_id), [event], actor(request))
+    return empty()
+
+
+ROUTES = [
+    Route("GET", "/api/admin/api-tokens", list_api_tokens, auth.ADMIN),
+    Route("POST", "/api/admin/api-tokens", create_api_token, auth.ADMIN, body=True),
+    Route("DELETE", "/api/admin/api-tokens/{id}", delete_api_token, auth.ADMIN),
+]

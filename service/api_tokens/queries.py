@@ -1,0 +1,23 @@
+"""Read SQL of the api-token read model."""
+
+from __future__ import annotations
+
+NEXT_TOKEN_ID = "SELECT nextval('api_token_ids')"
+KNOWN_SCOPES = """
+SELECT array(SELECT name FROM environments) AS environments,
+       array(SELECT id FROM projects WHERE archived_at IS NULL) AS projects
+"""
+_TOKEN = """
+SELECT id, secret_hint, token_name, type, environment, projects, created_at, expires_at
+FROM api_tokens
+"""
+LIST_TOKENS = _TOKEN + "ORDER BY id"
+GET_TOKEN = _TOKEN + "WHERE id = $1"
+TOKEN_WITH_HASH = "SELECT id FROM api_tokens WHERE secret_hash = $1"
+ANY_ADMIN_TOKEN = """
+SELECT EXISTS (SELECT 1 FROM api_tokens
+               WHERE type = 'admin' AND (expires_at IS NULL OR expires_at > now()))
+"""
+# The row lock makes concurrent deletes queue: the first deletes, the rest find nothing.
+LOCK_TOKEN = "SELECT id, token_name FROM api_tokens WHERE id = $1 FOR UPDATE"
+LOCK_TOKEN_BY_HASH = "SELECT id, token_name FROM api_tokens WHERE secret_hash = $1 FOR UPDATE"

@@ -1,0 +1,153 @@
+"""The stored-event contract as one type: every event type in one tagged union, read by one
+decoder (older versions upcast first) and written by one encoder."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any, Final, TypeAlias, get_args
+
+import msgspec
+
+from service.api_tokens.events import ApiTokenCreated, ApiTokenDeleted
+from service.events import Event, Metadata, Upcasters
+from service.features import events as features
+from service.features.events import (
+    DependencyAdded,
+    DependencyRemoved,
+    EnvironmentVariantsSet,
+    FeatureArchived,
+    FeatureCloned,
+    FeatureCreated,
+    FeatureEnvironmentDisabled,
+    FeatureEnvironmentEnabled,
+    FeatureRevived,
+    FeatureStaleSet,
+    FeatureTagged,
+    FeatureUntagged,
+    SegmentCreated,
+    SegmentDeleted,
+    SegmentUpdated,
+    StrategyAdded,
+    StrategyRemoved,
+    StrategyUpdated,
+)
+from service.projects.events import (
+    EnvironmentCreated,
+    ProjectArchived,
+    ProjectCreated,
+    ProjectEnvironmentDisabled,
+    ProjectEnvironmentEnabled,
+)
+from service.users.events import (
+    PasswordChanged,
+    PersonalAccessTokenCreated,
+    PersonalAccessTokenDeleted,
+    PersonalAccessTokensSeen,
+    ServiceAccountCreated,
+    ServiceAccountDeleted,
+    ServiceAccountUpdated,
+    UserCreated,
+    UserDeleted,
+    UsersDeleted,
+    UserSignedIn,
+    UserSignedOut,
+    UserSignInFailed,
+    UsersImported,
+    UserUpdated,
+)
+
+DomainEvent: TypeAlias = (
+    ApiTokenCreated
+    | ApiTokenDeleted
+    | EnvironmentCreated
+    | ProjectCreated
+    | ProjectArchived
+    | ProjectEnvironmentEnabled
+    | ProjectEnvironmentDisabled
+    | FeatureCreated
+    | FeatureArchived
+    | FeatureRevived
+    | FeatureStaleSet
+    | StrategyAdded
+    | StrategyUpdated
+    | StrategyRemoved
+    | FeatureEnvironmentEnabled
+    | FeatureEnvironmentDisabled
+    | EnvironmentVariantsSet
+    | FeatureTagged
+    | FeatureUntagged
+    | DependencyAdded
+    | DependencyRemoved
+    | FeatureCloned
+    | SegmentCreated
+    | SegmentUpdated
+    | SegmentDeleted
+    | UserCreated
+    | UserUpdated
+    | UserDeleted
+    | PasswordChanged
+    | UserSignedIn
+    | UserSignInFailed
+    | UserSignedOut
+    | UsersDeleted
+    | UsersImported
+    | ServiceAccountCreated
+    | ServiceAccountUpdated
+    | ServiceAccountDeleted
+    | PersonalAccessTokenCreated
+    | PersonalAccessTokenDeleted
+    | PersonalAccessTokensSeen
+)
+
+EVENT_TYPES: Final[dict[str, type[Event]]] = {cls.type_name(): cls for cls in get_args(DomainEvent)}
+UPCASTERS: Final[Upcasters] = {**features.UPCASTERS}
+
+
+class UnknownEventType(Exception):
+    pass
+
+
+class RecordedEvent(msgspec.Struct, frozen=True, kw_only=True):
+    """An event as stored: the envelope and the decoded domain event."""
+
+    position: int | None  # None until the global section numbers it (inline projections)
+    stream_type: str
+    stream_key: str
+    stream_version: int
+    event_id: uuid.UUID
+    recorded_at: datetime
+    metadata: Metadata
+    event: DomainEvent
+
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder(DomainEvent)
+_metadata_decoder = msgspec.json.Decoder(Metadata)
+_plain_decoder = msgspec.json.Decoder(dict[str, Any])
+
+
+def encode(value: msgspec.Struct) -> bytes:
+    return _encoder.encode(value)
+
+
+def decode_metadata(raw: str | bytes) -> Metadata:
+    return _metadata_decoder.decode(raw)
+
+
+def decode(type_name: str, schema_version: int, raw: str | bytes) -> DomainEvent:
+    """Stored data of an event (the `type` and `schema_version` columns say what it is)."""
+    cls = EVENT_TYPES.get(type_name)
+    if cls is None:
+        raise UnknownEventType(type_name)
+    event: DomainEvent
+    if schema_version == cls.schema_version:
+        event = _decoder.decode(raw)
+    else:
+        data = _plain_decoder.decode(raw)
+        for version in range(schema_version, cls.schema_version):
+            data = UPCASTERS[(type_name, version)](data)
+        event = msgspec.convert(data, DomainEvent)
+    if type(event) is not cls:
+        raise msgspec.ValidationError(f"the data of a {type_name} event says {event.type_name()}")
+    return event

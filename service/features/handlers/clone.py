@@ -1,0 +1,54 @@
+"""POST /api/admin/projects/:projectId/features/:featureName/clone (behavior.md section 2)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from service import auth, store
+from service.features import domain, queries
+from service.features.commands import CloneFeature
+from service.features.responses import Feature
+from service.http import Route, actor, json_response, read_json, transaction
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+
+def _new_id() -> str:
+    return str(uuid.uuid4())
+
+
+async def clone_feature(request: web.Request) -> web.Response:
+    source_name, project_id = request.match_info["featureName"], request.match_info["projectId"]
+    cmd = await read_json(request, CloneFeature)
+    async with transaction(request) as conn:
+        # The target project first: the copy reads which environments it has.
+        project_active = bool(await conn.fetchval(queries.LOCK_PROJECT_SHARED, project_id))
+        source = await queries.lock_clone_source(conn, source_name, project_id)
+        event = domain.clone_feature(
+            cmd,
+            source_name,
+            project_id,
+            source,
+            project_active=project_active,
+            holder_archived=await conn.fetchval(queries.HOLDER_ARCHIVED, cmd.name),
+            new_id=_new_id,
+            now=datetime.now(UTC),
+        )
+        await store.append(conn, domain.stream(cmd.name), [event], actor(request), new=True)
+        found = await queries.feature_in_project(conn, cmd.name, project_id)
+    assert found is not None  # the inline projection wrote it in this transaction
+    return json_response(Feature.from_rows(*found))
+
+
+ROUTES = [
+    Route(
+        "POST",
+        "/api/admin/projects/{projectId}/features/{featureName}/clone",
+        clone_feature,
+        auth.CREATE_FEATURE,
+        body=True,
+    ),
+]

@@ -1,0 +1,132 @@
+"""HTTP handlers of /api/admin/projects/:projectId/features: create, read, list, archive,
+revive, and mark stale."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from service import auth, store
+from service.appkeys import POOL
+from service.errors import NotFound
+from service.features import domain, queries
+from service.features.commands import CreateFeature, MarkStale, ReviveFeatures
+from service.features.responses import Feature, FeatureList
+from service.http import Route, actor, empty, json_response, read_json, transaction
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+
+async def create_feature(request: web.Request) -> web.Response:
+    project_id = request.match_info["projectId"]
+    cmd = await read_json(request, CreateFeature)
+    async with transaction(request) as conn:
+        context = await conn.fetchrow(queries.CREATE_CONTEXT, project_id, cmd.name)
+        event = domain.create_feature(
+            cmd,
+            project_id,
+            project_active=context is not None and context["project_active"],
+            holder_archived=None if context is None else context["holder_archived"],
+            now=datetime.now(UTC),
+        )
+        await store.append(conn, domain.stream(cmd.name), [event], actor(request), new=True)
+    assert context is not None  # the decision needs the project
+    return json_response(Feature.created(event, context))
+
+
+async def get_feature(request: web.Request) -> web.Response:
+    name, project_id = request.match_info["featureName"], request.match_info["projectId"]
+    async with request.app[POOL].acquire() as conn:
+        found = await queries.feature_in_project(conn, name, project_id)
+    if found is None:
+        raise NotFound(f"Could not find feature flag with name {name} in project {project_id}")
+    return json_response(Feature.from_rows(*found))
+
+
+async def list_features(request: web.Request) -> web.Response:
+    project_id = request.match_info["projectId"]
+    async with request.app[POOL].acquire() as conn:
+        if not await conn.fetchval(queries.PROJECT_ACTIVE, project_id):
+            raise domain.project_missing(project_id)
+        rows = await conn.fetch(queries.ACTIVE_FEATURES_IN_PROJECT, project_id)
+        found = await queries.features(conn, rows)
+    return json_response(FeatureList(features=[Feature.from_rows(*f) for f in found]))
+
+
+async def archive_feature(request: web.Request) -> web.Response:
+    name, project_id = request.match_info["featureName"], request.match_info["projectId"]
+    async with transaction(request) as conn:
+        event = domain.archive_feature(
+            name,
+            project_id,
+            archived=await conn.fetchval(queries.LOCK_ARCHIVED_STATE, name, project_id),
+            now=datetime.now(UTC),
+        )
+        await store.append(conn, domain.stream(name), [event], actor(request))
+    return empty(202)
+
+
+async def revive_features(request: web.Request) -> web.Response:
+    project_id = request.match_info["projectId"]
+    cmd = await read_json(request, ReviveFeatures)
+    async with transaction(request) as conn:
+        project_active = await conn.fetchval(queries.LOCK_PROJECT_SHARED, project_id)
+        rows = await conn.fetch(queries.LOCK_ARCHIVED_IN_PROJECT, project_id, cmd.features)
+        events = domain.revive_features(
+            cmd.features,
+            project_id,
+            project_active=bool(project_active),
+            archived_here={r["name"] for r in rows},
+            now=datetime.now(UTC),
+        )
+        for event in events:
+            await store.append(conn, domain.stream(event.name), [event], actor(request))
+    return empty()
+
+
+async def mark_stale(request: web.Request) -> web.Response:
+    """Unleash's `POST /api/admin/projects/:projectId/stale`: 202, one event per flag whose
+    staleness changes; names that are no flag are ignored."""
+    project_id = request.match_info["projectId"]
+    cmd = await read_json(request, MarkStale)
+    async with transaction(request) as conn:
+        rows = await conn.fetch(queries.LOCK_FLAGS, sorted(set(cmd.features)))
+        events = domain.mark_stale(
+            cmd.features,
+            project_id,
+            stale=cmd.stale,
+            flags={r["name"]: (r["project"], r["stale"]) for r in rows},
+        )
+        for event in events:
+            await store.append(conn, domain.stream(event.name), [event], actor(request))
+    return empty(202)
+
+
+ROUTES = [
+    Route(
+        "POST",
+        "/api/admin/projects/{projectId}/features",
+        create_feature,
+        auth.CREATE_FEATURE,
+        body=True,
+    ),
+    Route("GET", "/api/admin/projects/{projectId}/features", list_features, auth.READ),
+    Route("GET", "/api/admin/projects/{projectId}/features/{featureName}", get_feature, auth.READ),
+    Route(
+        "DELETE",
+        "/api/admin/projects/{projectId}/features/{featureName}",
+        archive_feature,
+        auth.DELETE_FEATURE,
+    ),
+    Route(
+        "POST",
+        "/api/admin/projects/{projectId}/revive",
+        revive_features,
+        auth.UPDATE_FEATURE,
+        body=True,
+    ),
+    Route(
+        "POST", "/api/admin/projects/{projectId}/stale", mark_stale, auth.UPDATE_FEATURE, body=True
+    ),
+]

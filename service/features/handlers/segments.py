@@ -1,0 +1,90 @@
+"""HTTP handlers of /api/admin/segments."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from service import auth, store
+from service.appkeys import POOL
+from service.features import domain, queries
+from service.features.commands import SegmentBody
+from service.features.responses import Segment, SegmentList
+from service.http import Route, actor, empty, json_response, read_json, transaction
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+
+def _segment_id(request: web.Request) -> int:
+    value = request.match_info["id"]
+    if not (value.isascii() and value.isdigit()) or len(value) > 9:
+        raise domain.segment_missing(value)
+    return int(value)
+
+
+async def list_segments(request: web.Request) -> web.Response:
+    rows = await request.app[POOL].fetch(queries.ALL_SEGMENTS)
+    return json_response(SegmentList(segments=[Segment.from_row(r) for r in rows]))
+
+
+async def get_segment(request: web.Request) -> web.Response:
+    segment_id = _segment_id(request)
+    row = await request.app[POOL].fetchrow(queries.SEGMENT_BY_ID, segment_id)
+    if row is None:
+        raise domain.segment_missing(segment_id)
+    return json_response(Segment.from_row(row))
+
+
+async def create_segment(request: web.Request) -> web.Response:
+    body = await read_json(request, SegmentBody)
+    async with transaction(request) as conn:
+        segment_id = await conn.fetchval(queries.NEXT_SEGMENT_ID)
+        event = domain.create_segment(
+            body,
+            segment_id=segment_id,
+            name_taken=await conn.fetchval(queries.SEGMENT_NAME_TAKEN, body.name, 0),
+            now=datetime.now(UTC),
+        )
+        stream = domain.segment_stream(segment_id)
+        await store.append(conn, stream, [event], actor(request), new=True)
+        row = await conn.fetchrow(queries.SEGMENT_BY_ID, segment_id)
+    assert row is not None  # written or locked in this transaction
+    return json_response(Segment.from_row(row), status=201)
+
+
+async def update_segment(request: web.Request) -> web.Response:
+    segment_id = _segment_id(request)
+    body = await read_json(request, SegmentBody)
+    async with transaction(request) as conn:
+        found = await conn.fetchval(queries.LOCK_SEGMENT, segment_id) is not None
+        event = domain.update_segment(
+            segment_id,
+            body,
+            found=found,
+            name_taken=await conn.fetchval(queries.SEGMENT_NAME_TAKEN, body.name, segment_id),
+        )
+        await store.append(conn, domain.segment_stream(segment_id), [event], actor(request))
+    return empty(204)
+
+
+async def delete_segment(request: web.Request) -> web.Response:
+    segment_id = _segment_id(request)
+    async with transaction(request) as conn:
+        name = await conn.fetchval(queries.LOCK_SEGMENT, segment_id)
+        event = domain.delete_segment(
+            segment_id,
+            name=name,
+            used_by=await conn.fetchval(queries.SEGMENT_USED_BY, segment_id) if name else 0,
+        )
+        await store.append(conn, domain.segment_stream(segment_id), [event], actor(request))
+    return empty(204)
+
+
+ROUTES = [
+    Route("GET", "/api/admin/segments", list_segments, auth.READ),
+    Route("POST", "/api/admin/segments", create_segment, auth.CREATE_SEGMENT, body=True),
+    Route("GET", "/api/admin/segments/{id}", get_segment, auth.READ),
+    Route("PUT", "/api/admin/segments/{id}", update_segment, auth.UPDATE_SEGMENT, body=True),
+    Route("DELETE", "/api/admin/segments/{id}", delete_segment, auth.DELETE_SEGMENT),
+]

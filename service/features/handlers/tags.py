@@ -1,0 +1,68 @@
+"""HTTP handlers of /api/admin/features/:featureName/tags."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from service import auth, store
+from service.appkeys import POOL
+from service.errors import NotFound
+from service.features import domain, queries
+from service.features.commands import TagBody
+from service.features.responses import Tag, TagList
+from service.http import Route, actor, empty, json_response, read_json, transaction
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+BASE = "/api/admin/features/{featureName}/tags"
+
+
+async def list_tags(request: web.Request) -> web.Response:
+    name = request.match_info["featureName"]
+    async with request.app[POOL].acquire() as conn:
+        if not await conn.fetchval(queries.FLAG_EXISTS, name):
+            raise NotFound(f"There is no flag named {name}")
+        rows = await conn.fetch(queries.TAGS, name)
+    return json_response(TagList.from_rows(rows))
+
+
+async def add_tag(request: web.Request) -> web.Response:
+    name = request.match_info["featureName"]
+    body = await read_json(request, TagBody)
+    value = domain.tag_value(body.value)
+    async with transaction(request) as conn:
+        flag_active = await conn.fetchval(queries.LOCK_FEATURE_BY_NAME, name) is not None
+        event = domain.add_tag(
+            name,
+            body,
+            flag_active=flag_active,
+            has_tag=await conn.fetchval(queries.HAS_TAG, name, body.type, value),
+            now=datetime.now(UTC),
+        )
+        await store.append(conn, domain.stream(name), [event], actor(request))
+    return json_response(Tag(value=event.value, type=event.tag_type), status=201)
+
+
+async def remove_tag(request: web.Request) -> web.Response:
+    name = request.match_info["featureName"]
+    tag_type, value = request.match_info["type"], request.match_info["value"]
+    async with transaction(request) as conn:
+        flag_active = await conn.fetchval(queries.LOCK_FEATURE_BY_NAME, name) is not None
+        event = domain.remove_tag(
+            name,
+            tag_type,
+            value,
+            flag_active=flag_active,
+            has_tag=await conn.fetchval(queries.HAS_TAG, name, tag_type, value),
+        )
+        await store.append(conn, domain.stream(name), [event], actor(request))
+    return empty()
+
+
+ROUTES = [
+    Route("GET", BASE, list_tags, auth.READ),
+    Route("POST", BASE, add_tag, auth.UPDATE_FEATURE, body=True),
+    Route("DELETE", BASE + "/{type}/{value}", remove_tag, auth.UPDATE_FEATURE),
+]

@@ -1,0 +1,308 @@
+"""Response bodies of the flag, strategy, tag and segment routes (Unleash's featureSchema and
+the schemas in it), built here and only here from read-model rows.
+
+jsonb columns (constraints, variants) hold camelCase JSON (projections/shapes.py), which these
+Structs read as it is.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import msgspec
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    import asyncpg
+
+    from service.features.events import FeatureCreated
+
+
+class Constraint(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    context_name: str
+    operator: str
+    case_insensitive: bool
+    inverted: bool
+    values: list[str]
+    value: str | None
+
+
+class Payload(msgspec.Struct, frozen=True, kw_only=True):
+    type: str
+    value: str
+
+
+class StrategyVariant(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    name: str
+    weight: int
+    weight_type: str
+    stickiness: str
+    payload: Payload | None
+
+
+class Override(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    context_name: str
+    values: list[str]
+
+
+class Variant(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    name: str
+    weight: int
+    weight_type: str
+    stickiness: str
+    payload: Payload | None
+    overrides: list[Override]
+
+
+_constraints = msgspec.json.Decoder(list[Constraint])
+_strategy_variants = msgspec.json.Decoder(list[StrategyVariant])
+_variants = msgspec.json.Decoder(list[Variant])
+_parameters = msgspec.json.Decoder(dict[str, str])
+_names = msgspec.json.Decoder(list[str])
+
+
+class Strategy(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    id: str
+    name: str
+    title: str | None
+    disabled: bool
+    feature_name: str
+    sort_order: int
+    segments: list[int]
+    constraints: list[Constraint]
+    variants: list[StrategyVariant]
+    parameters: dict[str, str]
+
+    @classmethod
+    def from_row(cls, row: asyncpg.Record) -> Strategy:
+        """A row of `feature_strategies` (id, feature_name, name, title, disabled, sort_order,
+        segments, constraints, variants, parameters)."""
+        return cls(
+            id=str(row["id"]),
+            name=row["name"],
+            title=row["title"],
+            disabled=row["disabled"],
+            feature_name=row["feature_name"],
+            sort_order=row["sort_order"],
+            segments=list(row["segments"]),
+            constraints=_constraints.decode(row["constraints"]),
+            variants=_strategy_variants.decode(row["variants"]),
+            parameters=_parameters.decode(row["parameters"]),
+        )
+
+
+class FeatureEnvironment(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    name: str
+    feature_name: str
+    environment: str
+    type: str
+    enabled: bool
+    sort_order: int
+    variant_count: int
+    strategies: list[Strategy]
+    variants: list[Variant]
+    last_seen_at: datetime | None = None
+    has_strategies: bool
+    has_enabled_strategies: bool
+
+    @classmethod
+    def build(  # noqa: PLR0913 - the parts of an environment entry
+        cls,
+        feature: str,
+        *,
+        name: str,
+        environment_type: str,
+        sort_order: int,
+        enabled: bool = False,
+        strategies: Sequence[Strategy] = (),
+        variants: Sequence[Variant] = (),
+    ) -> FeatureEnvironment:
+        return cls(
+            name=name,
+            feature_name=feature,
+            environment=name,
+            type=environment_type,
+            enabled=enabled,
+            sort_order=sort_order,
+            variant_count=len(variants),
+            strategies=list(strategies),
+            variants=list(variants),
+            has_strategies=bool(strategies),
+            has_enabled_strategies=any(not s.disabled for s in strategies),
+        )
+
+
+class Tag(msgspec.Struct, frozen=True, kw_only=True):
+    value: str
+    type: str
+
+
+class ParentDependency(msgspec.Struct, frozen=True, kw_only=True):
+    feature: str
+    enabled: bool
+    variants: list[str]
+
+
+class Lifecycle(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    stage: str
+    entered_stage_at: datetime
+
+
+class Feature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """spec.md's featureSchema, as create, clone and GET answer it."""
+
+    name: str
+    type: str
+    description: str | None
+    project: str
+    enabled: bool
+    stale: bool
+    favorite: bool = False
+    impression_data: bool
+    archived: bool
+    created_at: datetime
+    archived_at: datetime | None
+    last_seen_at: datetime | None = None
+    environments: list[FeatureEnvironment]
+    variants: list[Variant] = []  # deprecated in Unleash; always empty
+    strategies: list[Strategy] = []  # deprecated in Unleash; always empty
+    tags: list[Tag]
+    children: list[str]
+    dependencies: list[ParentDependency]
+    lifecycle: Lifecycle
+
+    @classmethod
+    def created(cls, event: FeatureCreated, environments: asyncpg.Record) -> Feature:
+        """A new flag, from its event and the environments of its project (`names`, `types`,
+        `sort_orders` arrays in display order): disabled everywhere, nothing configured."""
+        return cls(
+            name=event.name,
+            type=event.feature_type,
+            description=event.description,
+            project=event.project,
+            enabled=False,
+            stale=False,
+            impression_data=event.impression_data,
+            archived=False,
+            created_at=event.created_at,
+            archived_at=None,
+            environments=[
+                FeatureEnvironment.build(
+                    event.name, name=name, environment_type=env_type, sort_order=sort_order
+                )
+                for name, env_type, sort_order in zip(
+                    environments["names"],
+                    environments["types"],
+                    environments["sort_orders"],
+                    strict=True,
+                )
+            ],
+            tags=[],
+            children=[],
+            dependencies=[],
+            lifecycle=Lifecycle(stage="initial", entered_stage_at=event.created_at),
+        )
+
+    @classmethod
+    def from_rows(
+        cls,
+        row: asyncpg.Record,
+        environments: Sequence[asyncpg.Record],
+        strategies: Sequence[asyncpg.Record],
+    ) -> Feature:
+        """A `features` row with its tags, parents and children (arrays), the rows of its
+        project's environments (with the flag's switch and variants there) and its strategies,
+        both in display order."""
+        name = row["name"]
+        by_environment: dict[str, list[Strategy]] = {}
+        for strategy in strategies:
+            by_environment.setdefault(strategy["environment"], []).append(
+                Strategy.from_row(strategy)
+            )
+        built = [
+            FeatureEnvironment.build(
+                name,
+                name=e["name"],
+                environment_type=e["type"],
+                sort_order=e["sort_order"],
+                enabled=e["enabled"],
+                strategies=by_environment.get(e["name"], []),
+                variants=_variants.decode(e["variants"]),
+            )
+            for e in environments
+        ]
+        return cls(
+            name=name,
+            type=row["type"],
+            description=row["description"],
+            project=row["project"],
+            enabled=any(e.enabled for e in built),
+            stale=row["stale"],
+            impression_data=row["impression_data"],
+            archived=row["archived_at"] is not None,
+            created_at=row["created_at"],
+            archived_at=row["archived_at"],
+            environments=built,
+            tags=[
+                Tag(value=value, type=tag_type)
+                for tag_type, value in zip(row["tag_types"], row["tag_values"], strict=True)
+            ],
+            children=list(row["children"]),
+            dependencies=[
+                ParentDependency(feature=parent, enabled=enabled, variants=_names.decode(variants))
+                for parent, enabled, variants in zip(
+                    row["parents"], row["parents_enabled"], row["parents_variants"], strict=True
+                )
+            ],
+            lifecycle=Lifecycle(
+                stage=row["lifecycle_stage"], entered_stage_at=row["lifecycle_entered_at"]
+            ),
+        )
+
+
+class FeatureList(msgspec.Struct, frozen=True, kw_only=True):
+    version: int = 1
+    features: list[Feature]
+
+
+class TagList(msgspec.Struct, frozen=True, kw_only=True):
+    version: int = 1
+    tags: list[Tag]
+
+    @classmethod
+    def from_rows(cls, rows: Sequence[asyncpg.Record]) -> TagList:
+        return cls(tags=[Tag(value=r["value"], type=r["type"]) for r in rows])
+
+
+class VariantList(msgspec.Struct, frozen=True, kw_only=True):
+    version: int = 1
+    variants: list[Variant]
+
+    @classmethod
+    def from_column(cls, variants: str) -> VariantList:
+        return cls(variants=_variants.decode(variants))
+
+
+class Segment(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    id: int
+    name: str
+    description: str | None
+    constraints: list[Constraint]
+    created_at: datetime
+    project: str | None = None
+
+    @classmethod
+    def from_row(cls, row: asyncpg.Record) -> Segment:
+        return cls(
+            id=row["id"],
+            name=row["name"],
+            description=row["description"],
+            constraints=_constraints.decode(row["constraints"]),
+            created_at=row["created_at"],
+        )
+
+
+class SegmentList(msgspec.Struct, frozen=True, kw_only=True):
+    segments: list[Segment]

@@ -1,1 +1,0 @@
-"""Segments: named constraint sets shared by strategies."""

@@ -1,0 +1,1 @@
+"""HTTP handlers of accounts: one module per route group."""

@@ -1,0 +1,145 @@
+"""HTTP handlers of /api/admin/user-admin, /api/admin/roles and /api/admin/user."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from service import auth, store
+from service.appkeys import POOL
+from service.http import Route, actor, empty, json_response, principal, read_json, transaction
+from service.users import domain, passwords, queries
+from service.users.commands import ChangePassword, CreateUser, UpdateUser
+from service.users.responses import (
+    ApiUser,
+    Me,
+    Permission,
+    RoleList,
+    User,
+    UserList,
+    root_roles,
+)
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+
+async def list_roles(_request: web.Request) -> web.Response:
+    return json_response(RoleList(roles=root_roles()))
+
+
+async def list_users(request: web.Request) -> web.Response:
+    rows = await request.app[POOL].fetch(queries.LIST_USERS)
+    return json_response(UserList(users=[User.from_row(r) for r in rows], root_roles=root_roles()))
+
+
+async def get_user(request: web.Request) -> web.Response:
+    user_id = user_id_or_404(request.match_info["id"])
+    row = await request.app[POOL].fetchrow(queries.GET_USER, user_id)
+    if row is None:
+        raise domain.user_missing(user_id)
+    return json_response(User.from_row(row))
+
+
+async def create_user(request: web.Request) -> web.Response:
+    cmd = await read_json(request, CreateUser)
+    if cmd.password is not None:
+        passwords.check_strength(cmd.password)
+    password_hash = await passwords.hash_password(cmd.password) if cmd.password else None
+    async with transaction(request) as conn:
+        user_id = await conn.fetchval(queries.NEXT_USER_ID)
+        events = domain.create_user(
+            cmd, user_id=user_id, password_hash=password_hash, now=datetime.now(UTC)
+        )
+        await store.append(conn, domain.user_stream(user_id), events, actor(request), new=True)
+        row = await conn.fetchrow(queries.GET_USER, user_id)
+    assert row is not None  # written or locked in this transaction
+    response = json_response(User.from_row(row), status=201)
+    response.headers["Location"] = str(user_id)  # as Unleash answers
+    return response
+
+
+async def update_user(request: web.Request) -> web.Response:
+    user_id = user_id_or_404(request.match_info["id"])
+    cmd = await read_json(request, UpdateUser)
+    async with transaction(request) as conn:
+        event = domain.update_user(user_id, await queries.lock_account(conn, user_id), cmd)
+        if event is not None:
+            await store.append(conn, domain.user_stream(user_id), [event], actor(request))
+        row = await conn.fetchrow(queries.GET_USER, user_id)
+    assert row is not None  # written or locked in this transaction
+    return json_response(User.from_row(row))
+
+
+async def delete_user(request: web.Request) -> web.Response:
+    user_id = user_id_or_404(request.match_info["id"])
+    async with transaction(request) as conn:
+        event = domain.delete_user(user_id, await queries.lock_account(conn, user_id))
+        await store.append(conn, domain.user_stream(user_id), [event], actor(request))
+    return empty()
+
+
+async def change_password(request: web.Request) -> web.Response:
+    user_id = user_id_or_404(request.match_info["id"])
+    cmd = await read_json(request, ChangePassword)
+    passwords.check_strength(cmd.password)
+    if await request.app[POOL].fetchrow(queries.GET_USER, user_id) is None:
+        raise domain.user_missing(user_id)  # before the slow hash
+    password_hash = await passwords.hash_password(cmd.password)
+    async with transaction(request) as conn:
+        account = await queries.lock_account(conn, user_id)
+        event = domain.change_password(user_id, account, password_hash)
+        await store.append(conn, domain.user_stream(user_id), [event], actor(request))
+    return empty()
+
+
+async def current_user(request: web.Request) -> web.Response:
+    """Who the caller is, in Unleash's shape: the account (or the API token) and its root
+    permissions (`ADMIN` alone for admins; none for viewers)."""
+    who = principal(request)
+    row = None
+    if who.account_id is not None:
+        row = await request.app[POOL].fetchrow(queries.GET_ACCOUNT, who.account_id)
+    permissions = (
+        [auth.ADMIN]
+        if auth.ADMIN in who.permissions
+        else sorted(who.permissions - {auth.READ, auth.OWN_ACCOUNT})
+    )
+    user: User | ApiUser = (
+        User.from_row(row, permissions)
+        if row is not None
+        else ApiUser(is_api=True, username=who.name, permissions=permissions)
+    )
+    body = Me(
+        user=user,
+        permissions=[Permission(permission=p) for p in permissions],
+        feedback=[],
+        splash={},
+    )
+    response = json_response(body)
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def user_id_or_404(value: str) -> int:
+    if not (value.isascii() and value.isdigit()) or len(value) > 18:
+        raise domain.user_missing(value[:40])
+    return int(value)
+
+
+ROUTES = [
+    Route("GET", "/api/admin/roles", list_roles, auth.READ),
+    Route("GET", "/api/admin/user", current_user, auth.READ),
+    Route("GET", "/api/admin/user-admin", list_users, auth.ADMIN),
+    Route("POST", "/api/admin/user-admin", create_user, auth.ADMIN, body=True),
+    Route("GET", "/api/admin/user-admin/{id}", get_user, auth.ADMIN),
+    Route("PUT", "/api/admin/user-admin/{id}", update_user, auth.ADMIN, body=True),
+    Route("DELETE", "/api/admin/user-admin/{id}", delete_user, auth.ADMIN),
+    Route(
+        "POST",
+        "/api/admin/user-admin/{id}/change-password",
+        change_password,
+        auth.ADMIN,
+        body=True,
+    ),
+]

@@ -1,0 +1,212 @@
+"""Response bodies of the account routes (spec.md's user record, service accounts, personal
+access tokens, inactive users, search), built here and only here from read-model rows."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+from typing import TYPE_CHECKING, Literal
+
+import msgspec
+
+from service.auth import ROOT_ROLES
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+    import asyncpg
+
+
+def image_url(email: str | None, username: str | None, account_id: int) -> str:
+    """Unleash's default avatar: the gravatar (sha256) of the e-mail, or else the username."""
+    key = (email or username or str(account_id)).strip().lower()
+    digest = hashlib.sha256(key.encode()).hexdigest()
+    return f"https://gravatar.com/avatar/{digest}?s=42&d=retro&r=g"
+
+
+class User(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """spec.md's user record. As in Unleash, a name, e-mail or username that is not set is left
+    out (spec.md's `email` is a string, never null); every other field is always there."""
+
+    id: int
+    name: str | None = None
+    email: str | None = None
+    username: str | None = None
+    image_url: str
+    seen_at: datetime | None
+    login_attempts: int
+    created_at: datetime
+    is_api: bool = msgspec.field(name="isAPI")
+    root_role: int
+    account_type: str
+    email_sent: bool
+    permissions: list[str]
+    scim_id: None
+
+    @classmethod
+    def from_row(cls, row: asyncpg.Record, permissions: Sequence[str] = ()) -> User:
+        return cls(
+            id=row["id"],
+            name=row["name"],
+            email=row["email"],
+            username=row["username"],
+            image_url=image_url(row["email"], row["username"], row["id"]),
+            seen_at=row["seen_at"],
+            login_attempts=row["login_attempts"],
+            created_at=row["created_at"],
+            is_api=False,
+            root_role=row["root_role"],
+            account_type=row["account_type"],
+            email_sent=False,
+            permissions=list(permissions),
+            scim_id=None,
+        )
+
+
+class ServiceAccount(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """A service account: the user record without `permissions` and `scimId`."""
+
+    id: int
+    name: str | None = None
+    email: str | None = None
+    username: str | None = None
+    image_url: str
+    seen_at: datetime | None
+    login_attempts: int
+    created_at: datetime
+    is_api: bool = msgspec.field(name="isAPI")
+    root_role: int
+    account_type: str
+    email_sent: bool
+
+    @classmethod
+    def from_row(cls, row: asyncpg.Record) -> ServiceAccount:
+        return cls(
+            id=row["id"],
+            name=row["name"],
+            email=row["email"],
+            username=row["username"],
+            image_url=image_url(row["email"], row["username"], row["id"]),
+            seen_at=row["seen_at"],
+            login_attempts=row["login_attempts"],
+            created_at=row["created_at"],
+            is_api=False,
+            root_role=row["root_role"],
+            account_type=row["account_type"],
+            email_sent=False,
+        )
+
+
+class RootRole(msgspec.Struct, frozen=True, kw_only=True):
+    id: int
+    type: Literal["root"]
+    name: str
+    description: str
+
+
+def root_roles(role_ids: Iterable[int] | None = None) -> list[RootRole]:
+    """Every root role, or the ones with these ids, in id order."""
+    wanted = None if role_ids is None else set(role_ids)
+    return [
+        RootRole(id=role.id, type="root", name=role.name, description=role.description)
+        for role_id, role in sorted(ROOT_ROLES.items())
+        if wanted is None or role_id in wanted
+    ]
+
+
+class RoleList(msgspec.Struct, frozen=True, kw_only=True):
+    version: int = 1
+    roles: list[RootRole]
+
+
+class UserList(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """The users of a list or a search, with the root roles they refer to."""
+
+    users: list[User]
+    root_roles: list[RootRole]
+
+
+class ServiceAccountList(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    service_accounts: list[ServiceAccount]
+    root_roles: list[RootRole]
+
+
+class ApiUser(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """Who calls with an API token: no account behind it."""
+
+    is_api: bool = msgspec.field(name="isAPI")
+    username: str
+    permissions: list[str]
+
+
+class Permission(msgspec.Struct, frozen=True, kw_only=True):
+    permission: str
+
+
+class Me(msgspec.Struct, frozen=True, kw_only=True):
+    """GET /api/admin/user: the caller, in Unleash's shape."""
+
+    user: User | ApiUser
+    permissions: list[Permission]
+    feedback: list[str]
+    splash: dict[str, str]
+
+
+class InactiveUser(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    id: int
+    name: str | None
+    email: str | None
+    username: str | None
+    seen_at: datetime | None
+    created_at: datetime
+    pat_seen_at: datetime | None
+
+    @classmethod
+    def from_row(cls, row: asyncpg.Record) -> InactiveUser:
+        return cls(
+            id=row["id"],
+            name=row["name"],
+            email=row["email"],
+            username=row["username"],
+            seen_at=row["seen_at"],
+            created_at=row["created_at"],
+            pat_seen_at=row["pat_seen_at"],
+        )
+
+
+class InactiveUserList(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    version: int = 1
+    inactive_users: list[InactiveUser]
+
+
+class PersonalAccessToken(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """spec.md's token record: `secret` is the masked hint, except in the answer that creates
+    the token (the only place the secret ever appears)."""
+
+    id: int
+    secret: str
+    created_at: datetime
+    seen_at: datetime | None
+    user_id: int
+    description: str
+    expires_at: datetime
+
+    @classmethod
+    def from_row(cls, row: asyncpg.Record) -> PersonalAccessToken:
+        return cls(
+            id=row["id"],
+            secret=row["secret_hint"],
+            created_at=row["created_at"],
+            seen_at=row["seen_at"],
+            user_id=row["user_id"],
+            description=row["description"],
+            expires_at=row["expires_at"],
+        )
+
+
+class PersonalAccessTokenList(msgspec.Struct, frozen=True, kw_only=True):
+    pats: list[PersonalAccessToken]
+
+    @classmethod
+    def from_rows(cls, rows: Sequence[asyncpg.Record]) -> PersonalAccessTokenList:
+        return cls(pats=[PersonalAccessToken.from_row(row) for row in rows])
