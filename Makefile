@@ -26,6 +26,7 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache --no-logo  # import direction: [tool.importlinter] in pyproject.toml
 
 fmt: install
 	$(BIN)/ruff format .

@@ -1,20 +1,2 @@
-"""Read models built from the event log: one module per read model, plus the runner."""
-
-from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
-from projections import accounts, activity, api_tokens, features, projects, segments
-
-if TYPE_CHECKING:
-    from projections.base import Projection
-
-INLINE: tuple[Projection, ...] = (
-    api_tokens.PROJECTION,
-    accounts.PROJECTION,
-    projects.PROJECTION,
-    segments.PROJECTION,
-    features.PROJECTION,
-)
-ASYNC: tuple[Projection, ...] = (activity.PROJECTION,)
-ALL: tuple[Projection, ...] = INLINE + ASYNC
+"""Read models built from the event log: one module per read model, and the machinery that
+applies them (inline, follower, rebuild, replay, verify); `registry` lists them."""

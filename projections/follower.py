@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import asyncpg
 import structlog
 
-from projections import ASYNC
+from projections.registry import ASYNC
 from service import eventstore
 
 if TYPE_CHECKING:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from projections import INLINE
+from projections.registry import INLINE
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from projections import ALL
+from projections.registry import ALL
 from service import eventstore
 
 if TYPE_CHECKING:

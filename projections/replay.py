@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from projections import ASYNC
 from projections.follower import SAVE_CHECKPOINT
 from projections.rebuild import create_scratch, names, rebuild, tables
+from projections.registry import ASYNC
 from service import eventstore
 
 if TYPE_CHECKING:

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from projections import ALL
 from projections.rebuild import create_scratch, rebuild
+from projections.registry import ALL
 from service import eventstore
 from service.codec import UnknownEventType, decode
 

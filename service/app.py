@@ -93,7 +93,7 @@ def create_app(
     app[LIFECYCLE] = Lifecycle()
     app[SCHEMA_VERSION] = len(migrations.load_migrations())
     app[ROUTE_TABLE] = {}
-    app[TOKEN_USAGE] = TokenUsage()
+    usage = app[TOKEN_USAGE] = TokenUsage()
     for route in ROUTES:
         app[ROUTE_TABLE][app.router.add_route(route.method, route.path, route.handler)] = route
 
@@ -115,7 +115,7 @@ def create_app(
 
     async def token_usage(app: web.Application) -> AsyncIterator[None]:
         stop = asyncio.Event()
-        task = asyncio.create_task(app[TOKEN_USAGE].run(app[POOL], stop))
+        task = asyncio.create_task(usage.run(app[POOL], stop))
         yield
         stop.set()  # the last flush runs before the pool closes
         with contextlib.suppress(asyncio.CancelledError, TimeoutError):

@@ -5,14 +5,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import asyncpg
 from aiohttp import web
 
 from service.auth import Principal
 from service.settings import Settings
-from service.users.usage import TokenUsage
 
 if TYPE_CHECKING:
     from aiohttp.web_urldispatcher import AbstractRoute
@@ -43,6 +42,12 @@ class Lifecycle:
             await self.idle.wait()
 
 
+class TokenUseRecorder(Protocol):
+    """Remembers that a personal access token was used (the users feature writes it down)."""
+
+    def seen(self, token_id: int) -> None: ...
+
+
 # Token -> principal (None when unknown). create_app takes another for tests that need a
 # principal with a chosen permission set before accounts exist.
 Resolver = Callable[[asyncpg.Pool, str], Awaitable[Principal | None]]
@@ -53,7 +58,7 @@ POOL = web.AppKey("pool", asyncpg.Pool)
 LIFECYCLE = web.AppKey("lifecycle", Lifecycle)
 ROUTE_TABLE = web.AppKey("route_table", dict["AbstractRoute", "Route"])
 SCHEMA_VERSION = web.AppKey("schema_version", int)
-TOKEN_USAGE = web.AppKey("token_usage", TokenUsage)
+TOKEN_USAGE: web.AppKey[TokenUseRecorder] = web.AppKey("token_usage")
 
 # Per-request state.
 PRINCIPAL = web.RequestKey("principal", Principal)

@@ -1,0 +1,94 @@
+"""The layout keeps its promises: the log's SQL lives in the event store alone, responses are
+built in Python (no SQL function in the read-model schema), and every package the code imports
+is declared in pyproject.toml."""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+import tomllib
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from service.connections import Conn
+
+ROOT = Path(__file__).resolve().parent.parent
+# A statement naming one of the log's tables (or its functions) right after a SQL keyword.
+LOG_SQL = re.compile(
+    r"\b(FROM|INTO|UPDATE|JOIN|TABLE)\s+(public\.)?(events|streams|log_head)\b"
+    r"|\b(eventstore_append|event_canonical)\s*\(",
+    re.IGNORECASE,
+)
+
+
+def python_files(*folders: str) -> list[Path]:
+    return sorted(p for folder in folders for p in (ROOT / folder).rglob("*.py"))
+
+
+def test_only_the_event_store_has_sql_on_the_log() -> None:
+    offenders = [
+        f"{path.relative_to(ROOT)}: {match.group(0)}"
+        for path in python_files("service", "projections")
+        if path != ROOT / "service" / "eventstore.py"
+        for match in LOG_SQL.finditer(path.read_text())
+    ]
+    assert offenders == []
+    assert LOG_SQL.search((ROOT / "service" / "eventstore.py").read_text())  # the check bites
+
+
+async def test_no_sql_function_builds_anything_in_the_read_models(conn: Conn) -> None:
+    """Responses are built in Python from rows: after every migration, schema `readmodel` holds
+    tables and indexes, no functions (changing a response never needs a migration)."""
+    functions = await conn.fetch(
+        "SELECT proname FROM pg_proc WHERE pronamespace = 'readmodel'::regnamespace"
+    )
+    assert [r["proname"] for r in functions] == []
+
+
+def _declared(*extras: str) -> set[str]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    requirements = list(project["dependencies"])
+    for extra in extras:
+        requirements += project["optional-dependencies"][extra]
+    return {re.split(r"[<>=!~\[ ;]", r, maxsplit=1)[0].lower() for r in requirements}
+
+
+def _third_party_imports(paths: list[Path]) -> dict[str, str]:
+    """Top-level modules imported (anywhere, lazily too) that are neither ours nor stdlib."""
+    ours = {"service", "projections", "tests"}
+    found: dict[str, str] = {}
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            for name in names:
+                top = name.split(".")[0]
+                if top not in ours and top not in sys.stdlib_module_names:
+                    found.setdefault(top, str(path.relative_to(ROOT)))
+    return found
+
+
+def _undeclared(paths: list[Path], declared: set[str]) -> list[str]:
+    distributions = metadata.packages_distributions()
+    missing = []
+    for module, where in sorted(_third_party_imports(paths).items()):
+        owners = {d.lower() for d in distributions.get(module, [module])}
+        if not owners & declared:
+            missing.append(f"{module} (imported by {where}, from {sorted(owners)})")
+    return missing
+
+
+def test_every_imported_package_is_declared() -> None:
+    """The service needs only its dependencies; the tests also the dev extra; the benchmarks
+    also the bench extra. (A package that happens to come with another is not declared.)"""
+    runtime = python_files("service", "projections")
+    tests = [p for p in python_files("tests") if "bench" not in p.parts]
+    assert _undeclared(runtime, _declared()) == []
+    assert _undeclared(tests, _declared("dev")) == []
+    assert _undeclared(python_files("tests/bench"), _declared("dev", "bench")) == []
