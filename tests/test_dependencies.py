@@ -41,7 +41,13 @@ async def test_add_and_remove_dependencies(client: Client, app: web.Application)
     parent = await (await client.get(f"{FEATURES}/parent", headers=ADMIN)).json()
     assert parent["children"] == ["child", "other"]
     assert parent["dependencies"] == []
-    # adding the same parent again replaces the dependency
+    # adding the same parent again with other settings replaces the dependency; unchanged, it
+    # is a 409 (so that concurrent identical adds give one success and one event)
+    same = {"feature": "parent", "enabled": True, "variants": ["blue", "blue"]}
+    message = await error(
+        await client.post(deps("child"), json=same, headers=ADMIN), 409, "ConflictError"
+    )
+    assert message == "child already depends on parent with these settings"
     again = {"feature": "parent", "enabled": False}
     assert (await client.post(deps("child"), json=again, headers=ADMIN)).status == 200
     child = await (await client.get(f"{FEATURES}/child", headers=ADMIN)).json()

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     Client = TestClient[Any, Any]
 
 CONCURRENT = 12
+PAT_CREATED = "PersonalAccessTokenCreated"
+COUNT = "SELECT count(*) FROM events WHERE type = $1"
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,7 @@ class Race:
     bodies: list[Any]
     success: int
     headers: dict[str, str]
+    created: str  # the type of the one event the winner appends
 
 
 def same(body: Any) -> list[Any]:
@@ -60,41 +63,43 @@ async def flag(client: Client, name: str, project: str = "default") -> None:
 
 
 async def projects(_client: Client) -> Race:
-    return Race("POST", "/api/admin/projects", same({"id": "race", "name": "Race"}), 201, ADMIN)
+    body = {"id": "race", "name": "Race"}
+    return Race("POST", "/api/admin/projects", same(body), 201, ADMIN, "ProjectCreated")
 
 
 async def environments(_client: Client) -> Race:
     body = {"name": "race-env", "type": "test"}
-    return Race("POST", "/api/admin/environments", same(body), 201, ADMIN)
+    return Race("POST", "/api/admin/environments", same(body), 201, ADMIN, "EnvironmentCreated")
 
 
 async def flags(_client: Client) -> Race:
     path = "/api/admin/projects/default/features"
-    return Race("POST", path, same({"name": "race-flag"}), 200, ADMIN)
+    return Race("POST", path, same({"name": "race-flag"}), 200, ADMIN, "FeatureCreated")
 
 
 async def clone_targets(client: Client) -> Race:
     await flag(client, "race-source")
     path = "/api/admin/projects/default/features/race-source/clone"
-    return Race("POST", path, same({"name": "race-copy"}), 200, ADMIN)
+    return Race("POST", path, same({"name": "race-copy"}), 200, ADMIN, "FeatureCloned")
 
 
 async def segments(_client: Client) -> Race:
     body = {"name": "race-segment", "constraints": []}
-    return Race("POST", "/api/admin/segments", same(body), 201, ADMIN)
+    return Race("POST", "/api/admin/segments", same(body), 201, ADMIN, "SegmentCreated")
 
 
 async def tags(client: Client) -> Race:
     await flag(client, "race-tagged")
     path = "/api/admin/features/race-tagged/tags"
-    return Race("POST", path, same({"type": "simple", "value": "race"}), 201, ADMIN)
+    body = {"type": "simple", "value": "race"}
+    return Race("POST", path, same(body), 201, ADMIN, "FeatureTagged")
 
 
 async def dependencies(client: Client) -> Race:
     await flag(client, "race-parent")
     await flag(client, "race-child")
     path = "/api/admin/projects/default/features/race-child/dependencies"
-    return Race("POST", path, same({"feature": "race-parent"}), 200, ADMIN)
+    return Race("POST", path, same({"feature": "race-parent"}), 200, ADMIN, "DependencyAdded")
 
 
 async def users_by_email(_client: Client) -> Race:
@@ -103,17 +108,19 @@ async def users_by_email(_client: Client) -> Race:
         {"email": f"{'Race' if i % 2 else 'race'}@Example.com", "rootRole": 3}
         for i in range(CONCURRENT)
     ]
-    return Race("POST", "/api/admin/user-admin", bodies, 201, ADMIN)
+    return Race("POST", "/api/admin/user-admin", bodies, 201, ADMIN, "UserCreated")
 
 
 async def users_by_username(_client: Client) -> Race:
     body = {"username": "race-user", "rootRole": 3}
-    return Race("POST", "/api/admin/user-admin", same(body), 201, ADMIN)
+    return Race("POST", "/api/admin/user-admin", same(body), 201, ADMIN, "UserCreated")
 
 
 async def service_accounts(_client: Client) -> Race:
     body = {"username": "race-account", "rootRole": 3}
-    return Race("POST", "/api/admin/service-account", same(body), 201, ADMIN)
+    return Race(
+        "POST", "/api/admin/service-account", same(body), 201, ADMIN, "ServiceAccountCreated"
+    )
 
 
 async def own_tokens(client: Client) -> Race:
@@ -123,7 +130,7 @@ async def own_tokens(client: Client) -> Race:
     cookie = resp.cookies["unleash-session"].value
     body = {"description": "race", "expiresAt": in_days(1)}
     headers = {"Cookie": f"unleash-session={cookie}"}
-    return Race("POST", "/api/admin/user/tokens", same(body), 201, headers)
+    return Race("POST", "/api/admin/user/tokens", same(body), 201, headers, PAT_CREATED)
 
 
 async def service_account_tokens(client: Client) -> Race:
@@ -135,7 +142,7 @@ async def service_account_tokens(client: Client) -> Race:
     account = (await resp.json())["id"]
     body = {"description": "race", "expiresAt": in_days(1)}
     path = f"/api/admin/service-account/{account}/token"
-    return Race("POST", path, same(body), 201, ADMIN)
+    return Race("POST", path, same(body), 201, ADMIN, PAT_CREATED)
 
 
 RACES: dict[str, Callable[[Client], Awaitable[Race]]] = {
@@ -159,8 +166,10 @@ async def test_concurrent_creates_of_one_key_give_one_success_and_409s(
     client: Client, app: web.Application, route: str
 ) -> None:
     race = await RACES[route](client)
+    before = await app[POOL].fetchval(COUNT, race.created)
     statuses = await run(client, race)
     assert statuses == Counter({race.success: 1, 409: CONCURRENT - 1}), (route, statuses)
     async with app[POOL].acquire() as conn:
+        assert await conn.fetchval(COUNT, race.created) == before + 1
         report = await verify(conn)
     assert report.ok, report.lines()

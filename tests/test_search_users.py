@@ -132,6 +132,17 @@ async def test_limit_and_offset(client: Client, app: web.Application) -> None:
         await error(resp, 400, "ValidationError")
 
 
+@pytest.mark.parametrize("name", ["q", "limit", "offset"])
+async def test_a_parameter_given_twice_is_a_400_naming_it(client: Client, name: str) -> None:
+    await create_user(client, {"name": "twice", "email": "t@example.com"})
+    query = [("q", "twice"), (name, "5" if name != "q" else "tw")]
+    if name != "q":
+        query.append((name, "6"))
+    resp = await client.get(SEARCH, params=query, headers=ADMIN)
+    message = await error(resp, 400, "ValidationError")
+    assert message == f"{name} may be given only once - at `{name}`"
+
+
 async def test_any_admin_api_principal_may_search(client: Client, app: web.Application) -> None:
     await create_user(client, {"name": "visible", "email": "v@example.com"})
     for role in (1, 2, 3):

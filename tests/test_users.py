@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import re
@@ -12,7 +11,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from projections.verify import verify
 from service.appkeys import POOL
 from tests import factories
 from tests.conftest import ADMIN
@@ -180,19 +178,6 @@ async def test_email_is_unique_in_any_case_and_username_as_written(client: Clien
         resp = await client.post(USERS, json={"rootRole": 3, **body}, headers=ADMIN)
         assert await error(resp, 409, "NameExistsError") == "User already exists"
     assert (await create_user(client, {"username": "BOB"}))["username"] == "BOB"
-
-
-async def test_concurrent_creates_of_one_email_make_one_user(
-    client: Client, app: web.Application
-) -> None:
-    body = {"email": "race@example.com", "rootRole": 3}
-    responses = await asyncio.gather(
-        *(client.post(USERS, json=body, headers=ADMIN) for _ in range(12))
-    )
-    assert sorted(r.status for r in responses) == [201] + [409] * 11
-    assert await event_count(app, "UserCreated") == 1
-    async with app[POOL].acquire() as conn:
-        assert (await verify(conn)).ok
 
 
 async def test_unknown_and_malformed_user_ids_are_404(client: Client) -> None:
