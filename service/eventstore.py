@@ -1,4 +1,5 @@
-"""The only SQL that touches the event log: append with optimistic concurrency, and reads."""
+"""The only SQL on the event log: append (expected stream versions, idempotent event ids), reads,
+the checks `verify` makes, and `export`."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
@@ -24,9 +24,10 @@ def image_url(email: str | None, username: str | None, account_id: int) -> str:
     return f"https://gravatar.com/avatar/{digest}?s=42&d=retro&r=g"
 
 
-class User(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
-    """spec.md's user record. As in Unleash, a name, e-mail or username that is not set is left
-    out (spec.md's `email` is a string, never null); every other field is always there."""
+class _Account(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """What the records of people and service accounts share. As in Unleash, a name, e-mail or
+    username that is not set is left out (spec.md's `email` is a string, never null); every
+    other field is always there."""
 
     id: int
     name: str | None = None
@@ -40,61 +41,42 @@ class User(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defau
     root_role: int
     account_type: str
     email_sent: bool
+
+    @staticmethod
+    def fields(row: asyncpg.Record) -> dict[str, Any]:
+        return {
+            "id": row["id"],
+            "name": row["name"],
+            "email": row["email"],
+            "username": row["username"],
+            "image_url": image_url(row["email"], row["username"], row["id"]),
+            "seen_at": row["seen_at"],
+            "login_attempts": row["login_attempts"],
+            "created_at": row["created_at"],
+            "is_api": False,
+            "root_role": row["root_role"],
+            "account_type": row["account_type"],
+            "email_sent": False,
+        }
+
+
+class User(_Account, frozen=True, kw_only=True):
+    """spec.md's user record."""
+
     permissions: list[str]
     scim_id: None
 
     @classmethod
     def from_row(cls, row: asyncpg.Record, permissions: Sequence[str] = ()) -> User:
-        return cls(
-            id=row["id"],
-            name=row["name"],
-            email=row["email"],
-            username=row["username"],
-            image_url=image_url(row["email"], row["username"], row["id"]),
-            seen_at=row["seen_at"],
-            login_attempts=row["login_attempts"],
-            created_at=row["created_at"],
-            is_api=False,
-            root_role=row["root_role"],
-            account_type=row["account_type"],
-            email_sent=False,
-            permissions=list(permissions),
-            scim_id=None,
-        )
+        return cls(**cls.fields(row), permissions=list(permissions), scim_id=None)
 
 
-class ServiceAccount(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+class ServiceAccount(_Account, frozen=True, kw_only=True):
     """A service account: the user record without `permissions` and `scimId`."""
-
-    id: int
-    name: str | None = None
-    email: str | None = None
-    username: str | None = None
-    image_url: str
-    seen_at: datetime | None
-    login_attempts: int
-    created_at: datetime
-    is_api: bool = msgspec.field(name="isAPI")
-    root_role: int
-    account_type: str
-    email_sent: bool
 
     @classmethod
     def from_row(cls, row: asyncpg.Record) -> ServiceAccount:
-        return cls(
-            id=row["id"],
-            name=row["name"],
-            email=row["email"],
-            username=row["username"],
-            image_url=image_url(row["email"], row["username"], row["id"]),
-            seen_at=row["seen_at"],
-            login_attempts=row["login_attempts"],
-            created_at=row["created_at"],
-            is_api=False,
-            root_role=row["root_role"],
-            account_type=row["account_type"],
-            email_sent=False,
-        )
+        return cls(**cls.fields(row))
 
 
 class RootRole(msgspec.Struct, frozen=True, kw_only=True):
