@@ -363,7 +363,7 @@ def _check_single_value(operator: str, value: str | None, path: str) -> None:
             datetime.fromisoformat(value)
         except ValueError:
             raise ValidationError(f"{operator} needs an ISO 8601 date - at `{path}`") from None
-    elif not _SEMVER.match(value):
+    elif not _SEMVER.fullmatch(value):
         raise ValidationError(f"{operator} needs a semantic version - at `{path}`")
 
 
@@ -475,7 +475,7 @@ def add_dependency(
     wanted = Dependency(
         parent=body.feature, enabled=body.enabled, variants=list(dict.fromkeys(body.variants))
     )
-    if wanted in state.current:
+    if any(_same_dependency(wanted, d) for d in state.current):
         raise Conflict(f"{child} already depends on {body.feature} with these settings")
     return DependencyAdded(
         name=child,
@@ -484,6 +484,11 @@ def add_dependency(
         enabled=wanted.enabled,
         variants=wanted.variants,
     )
+
+
+def _same_dependency(a: Dependency, b: Dependency) -> bool:
+    """The variants a parent must resolve to are a set: their order means nothing."""
+    return (a.parent, a.enabled, set(a.variants)) == (b.parent, b.enabled, set(b.variants))
 
 
 def remove_dependency(
