@@ -4,7 +4,7 @@ from. Every lock is taken before the state it guards is read (docs/architecture.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import msgspec
 
@@ -105,23 +105,23 @@ async def feature_in_project(
 
 # --- state of decisions -----------------------------------------------------------------------
 
+# The environments of a project ($P) in display order, as three arrays (what a new flag shows).
+_PROJECT_ENVIRONMENTS = """
+SELECT coalesce(array_agg(e.name ORDER BY e.sort_order, e.name), '{}') AS names,
+       coalesce(array_agg(e.type ORDER BY e.sort_order, e.name), '{}') AS types,
+       coalesce(array_agg(e.sort_order ORDER BY e.sort_order, e.name), '{}') AS sort_orders
+FROM project_environments pe JOIN environments e ON e.name = pe.environment
+WHERE pe.project_id = $P
+"""
 # Everything a create decides on and answers with, in one round trip; the project row is
 # share-locked so that archiving the project waits for the create (and then sees the new flag).
 CREATE_CONTEXT = """
 SELECT p.archived_at IS NULL AS project_active,
        (SELECT f.archived_at IS NOT NULL FROM features f WHERE f.name = $2) AS holder_archived,
-       array(SELECT e.name FROM project_environments pe
-             JOIN environments e ON e.name = pe.environment
-             WHERE pe.project_id = p.id ORDER BY e.sort_order, e.name) AS names,
-       array(SELECT e.type FROM project_environments pe
-             JOIN environments e ON e.name = pe.environment
-             WHERE pe.project_id = p.id ORDER BY e.sort_order, e.name) AS types,
-       array(SELECT e.sort_order FROM project_environments pe
-             JOIN environments e ON e.name = pe.environment
-             WHERE pe.project_id = p.id ORDER BY e.sort_order, e.name) AS sort_orders
-FROM projects p WHERE p.id = $1 FOR SHARE OF p
-"""
-HOLDER_ARCHIVED = "SELECT archived_at IS NOT NULL FROM features WHERE name = $1"
+       e.names, e.types, e.sort_orders
+FROM projects p CROSS JOIN LATERAL (ENVIRONMENTS_OF_PROJECT) e
+WHERE p.id = $1 FOR SHARE OF p
+""".replace("ENVIRONMENTS_OF_PROJECT", _PROJECT_ENVIRONMENTS.replace("$P", "p.id"))
 LOCK_PROJECT_SHARED = "SELECT archived_at IS NULL FROM projects WHERE id = $1 FOR SHARE"
 # Row locks: concurrent archives or revives of one flag queue, and the later ones see the
 # state the first one left (READ COMMITTED re-reads a row it waited for).
@@ -176,11 +176,14 @@ LOCK_CLONE_SOURCE = """
 SELECT name, project, type, description, impression_data FROM features
 WHERE name = $1 AND archived_at IS NULL FOR SHARE
 """
-# Everything the copy takes from its source, in one round trip (read for the decision only).
+# Everything the copy takes from its source, whether its name is free, and the target project's
+# environments as the answer shows them, in one round trip (after the locks).
 COPY_CONTEXT = """
 SELECT
+  (SELECT f.archived_at IS NOT NULL FROM features f WHERE f.name = $3) AS holder_archived,
   (SELECT coalesce(array_agg(environment ORDER BY environment), '{}')
    FROM project_environments WHERE project_id = $2) AS environments,
+  e.names, e.types, e.sort_orders,
   (SELECT coalesce(json_agg(json_build_object(
               'environment', s.environment, 'id', s.id, 'name', s.name, 'title', s.title,
               'disabled', s.disabled, 'sort_order', s.sort_order,
@@ -202,7 +205,8 @@ SELECT
   (SELECT coalesce(json_agg(json_build_object('tag_type', t.type, 'value', t.value)
               ORDER BY t.type, t.value), '[]')
    FROM feature_tags t WHERE t.feature_name = $1) AS tags
-"""
+FROM (ENVIRONMENTS_OF_PROJECT) e
+""".replace("ENVIRONMENTS_OF_PROJECT", _PROJECT_ENVIRONMENTS.replace("$P", "$2"))
 NEXT_SEGMENT_ID = "SELECT nextval('segment_ids')::integer"
 SEGMENT_NAME_TAKEN = "SELECT EXISTS (SELECT 1 FROM segments WHERE name = $1 AND id <> $2)"
 LOCK_SEGMENT = "SELECT name FROM segments WHERE id = $1 FOR UPDATE"
@@ -275,14 +279,24 @@ async def lock_dependencies(conn: Conn, child: str, parent: str | None) -> domai
     )
 
 
+class CloneContext(NamedTuple):
+    """What a clone decides on, and the target project's environments (`names`, `types`,
+    `sort_orders` in display order) that its answer shows."""
+
+    source: domain.CloneSource | None
+    holder_archived: bool | None
+    environments: asyncpg.Record | None
+
+
 async def lock_clone_source(
-    conn: Conn, source_name: str, project_id: str
-) -> domain.CloneSource | None:
-    """The source (share-locked) and what a copy into the project takes from it."""
+    conn: Conn, source_name: str, project_id: str, name: str
+) -> CloneContext:
+    """The source (share-locked), what a copy into the project takes from it, and whether the
+    copy's name is free."""
     source = await conn.fetchrow(LOCK_CLONE_SOURCE, source_name)
     if source is None:
-        return None
-    context = await conn.fetchrow(COPY_CONTEXT, source_name, project_id)
+        return CloneContext(None, None, None)
+    context = await conn.fetchrow(COPY_CONTEXT, source_name, project_id, name)
     assert context is not None  # a SELECT without FROM has its one row
     strategies = [
         (s.environment, msgspec.convert(s, StrategyData, from_attributes=True))
@@ -292,7 +306,7 @@ async def lock_clone_source(
         _source_variants.decode(context["variants"]), dict[str, list[Variant]], from_attributes=True
     )
     position = await eventstore.last_position(conn, domain.stream(source_name))
-    return domain.CloneSource(
+    clone_source = domain.CloneSource(
         name=source["name"],
         project=source["project"],
         feature_type=source["type"],
@@ -305,6 +319,7 @@ async def lock_clone_source(
         dependencies=_dependencies.decode(context["dependencies"]),
         tags=_tags.decode(context["tags"]),
     )
+    return CloneContext(clone_source, context["holder_archived"], context)
 
 
 async def strategy_sort_order(

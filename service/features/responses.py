@@ -8,16 +8,18 @@ Structs read as it is.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
+
+from service.features.events import FeatureCloned, FeatureCreated
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     import asyncpg
 
-    from service.features.events import FeatureCreated
+    from service.features.events import StrategyData
 
 
 class Constraint(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
@@ -56,6 +58,8 @@ class Variant(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     overrides: list[Override]
 
 
+E = TypeVar("E")
+
 _constraints = msgspec.json.Decoder(list[Constraint])
 _strategy_variants = msgspec.json.Decoder(list[StrategyVariant])
 _variants = msgspec.json.Decoder(list[Variant])
@@ -91,6 +95,27 @@ class Strategy(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
             variants=_strategy_variants.decode(row["variants"]),
             parameters=_parameters.decode(row["parameters"]),
         )
+
+    @classmethod
+    def copied(cls, feature: str, strategy: StrategyData) -> Strategy:
+        """A strategy of a clone, from its event."""
+        return cls(
+            id=strategy.id,
+            name=strategy.name,
+            title=strategy.title,
+            disabled=strategy.disabled,
+            feature_name=feature,
+            sort_order=strategy.sort_order,
+            segments=list(strategy.segments),
+            constraints=_as(strategy.constraints, list[Constraint]),
+            variants=_as(strategy.variants, list[StrategyVariant]),
+            parameters=dict(strategy.parameters),
+        )
+
+
+def _as(value: object, shape: type[E]) -> E:
+    """An event's nested values as the response's shapes (same field names)."""
+    return msgspec.convert(value, shape, from_attributes=True)
 
 
 class FeatureEnvironment(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
@@ -174,9 +199,15 @@ class Feature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     lifecycle: Lifecycle
 
     @classmethod
-    def created(cls, event: FeatureCreated, environments: asyncpg.Record) -> Feature:
-        """A new flag, from its event and the environments of its project (`names`, `types`,
-        `sort_orders` arrays in display order): disabled everywhere, nothing configured."""
+    def created(
+        cls, event: FeatureCreated | FeatureCloned, environments: asyncpg.Record
+    ) -> Feature:
+        """A new flag, from its event (what the inline projection has just written, without
+        reading it back) and the environments of its project (`names`, `types`, `sort_orders`
+        arrays in display order): disabled everywhere, at lifecycle `initial`, no children
+        (nobody can depend on a name that was free)."""
+        cloned = event if isinstance(event, FeatureCloned) else None
+        copied = {e.environment: e for e in cloned.environments} if cloned else {}
         return cls(
             name=event.name,
             type=event.feature_type,
@@ -190,7 +221,15 @@ class Feature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
             archived_at=None,
             environments=[
                 FeatureEnvironment.build(
-                    event.name, name=name, environment_type=env_type, sort_order=sort_order
+                    event.name,
+                    name=name,
+                    environment_type=env_type,
+                    sort_order=sort_order,
+                    strategies=[
+                        Strategy.copied(event.name, s)
+                        for s in (copied[name].strategies if name in copied else [])
+                    ],
+                    variants=_as(copied[name].variants if name in copied else [], list[Variant]),
                 )
                 for name, env_type, sort_order in zip(
                     environments["names"],
@@ -199,9 +238,12 @@ class Feature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
                     strict=True,
                 )
             ],
-            tags=[],
+            tags=[Tag(value=t.value, type=t.tag_type) for t in cloned.tags] if cloned else [],
             children=[],
-            dependencies=[],
+            dependencies=[
+                ParentDependency(feature=d.parent, enabled=d.enabled, variants=d.variants)
+                for d in (cloned.dependencies if cloned else [])
+            ],
             lifecycle=Lifecycle(stage="initial", entered_stage_at=event.created_at),
         )
 

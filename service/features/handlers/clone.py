@@ -26,21 +26,20 @@ async def clone_feature(request: web.Request) -> web.Response:
     async with transaction(request) as conn:
         # The target project first: the copy reads which environments it has.
         project_active = bool(await conn.fetchval(queries.LOCK_PROJECT_SHARED, project_id))
-        source = await queries.lock_clone_source(conn, source_name, project_id)
+        context = await queries.lock_clone_source(conn, source_name, project_id, cmd.name)
         event = domain.clone_feature(
             cmd,
             source_name,
             project_id,
-            source,
+            context.source,
             project_active=project_active,
-            holder_archived=await conn.fetchval(queries.HOLDER_ARCHIVED, cmd.name),
+            holder_archived=context.holder_archived,
             new_id=_new_id,
             now=datetime.now(UTC),
         )
         await store.append(conn, domain.stream(cmd.name), [event], actor(request), new=True)
-        found = await queries.feature_in_project(conn, cmd.name, project_id)
-    assert found is not None  # the inline projection wrote it in this transaction
-    return json_response(Feature.from_rows(*found))
+    assert context.environments is not None  # the decision needs the source
+    return json_response(Feature.created(event, context.environments))
 
 
 ROUTES = [
