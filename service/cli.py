@@ -16,7 +16,7 @@ import msgspec
 import structlog
 import uvloop
 
-from projections.replay import replay
+from projections.replay import ReplayBusy, replay
 from projections.verify import verify
 from service import connections, embedded, eventstore, migrations, serving
 from service.errors import ConfigError
@@ -104,7 +104,11 @@ async def _dispatch(  # noqa: PLR0911 - one return per command
             print(f"applied {len(applied)} migration(s): {', '.join(applied) or 'none pending'}")
             return 0
         if args.command == "replay":
-            count = await replay(conn)
+            try:
+                count = await replay(conn)
+            except ReplayBusy as exc:
+                print(f"error: {exc}; nothing was changed, run it again", file=sys.stderr)
+                return 1
             print(f"replayed {count} events into every read model")
             return 0
         if args.command == "verify":

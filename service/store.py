@@ -45,6 +45,9 @@ UNIQUE_CONSTRAINTS: Final[dict[tuple[str, str], tuple[type[AppError], str]]] = {
         NameExists,
         "A user or service account with that username exists",
     ),
+    # import-users: a batch's e-mail or username taken meanwhile (the importer tries again).
+    ("users_email_key", "user-batch"): (NameExists, "User already exists"),
+    ("users_username_key", "user-batch"): (NameExists, "User already exists"),
 }
 
 

@@ -12,9 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from projections.verify import verify
-from service import auth
+from service import auth, connections, store
 from service.appkeys import POOL
+from service.projects.events import ProjectEnvironmentEnabled
 from tests.conftest import ADMIN, as_principal
+from tests.factories import TEST_ACTOR
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -510,3 +512,30 @@ async def test_messages_do_not_echo_huge_names(client: Client) -> None:
     name = "n" * 5_000
     resp = await client.get(f"{FEATURES}/{name}", headers=ADMIN)
     assert len(await error(resp, 404, "NotFoundError")) <= 500
+
+
+async def test_a_create_answers_with_what_was_committed_while_it_waited(
+    client: Client, app: web.Application, dsn: str
+) -> None:
+    """An environment enabled while a create waits for the project's row shows in the create's
+    answer, as in a GET after it (the state is read after the lock, never with it)."""
+    await client.post("/api/admin/projects", json={"id": "p", "name": "P"}, headers=ADMIN)
+    await client.delete("/api/admin/projects/p/environments/production", headers=ADMIN)
+    blocker = await connections.connect(dsn)
+    try:
+        tx = blocker.transaction()
+        await tx.start()
+        await blocker.execute("SELECT 1 FROM projects WHERE id = 'p' FOR UPDATE")
+        enabled = ProjectEnvironmentEnabled(project_id="p", environment="production")
+        await store.append(blocker, ("project", "p"), [enabled], TEST_ACTOR)
+        creating = asyncio.create_task(create(client, {"name": "waited"}, "p"))
+        await asyncio.sleep(0.3)
+        await tx.commit()
+        body = await (await creating).json()
+    finally:
+        await blocker.close()
+    assert [e["name"] for e in body["environments"]] == ["development", "production"]
+    got = await client.get("/api/admin/projects/p/features/waited", headers=ADMIN)
+    assert await got.json() == body
+    async with app[POOL].acquire() as conn:
+        assert (await verify(conn)).ok

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from datetime import UTC, datetime
@@ -11,7 +12,10 @@ import argon2
 import pytest
 
 from projections.verify import verify
+from service import connections, store
 from service.users import importer
+from service.users.events import UserCreated
+from tests.factories import TEST_ACTOR
 from tests.test_process import run_cli
 
 if TYPE_CHECKING:
@@ -146,3 +150,35 @@ async def test_imported_users_keep_their_dates_and_can_sign_in(
         2,
         f"error: cannot read {tmp_path / 'missing.jsonl'}: No such file or directory",
     )
+
+
+async def test_a_user_created_meanwhile_is_skipped_not_a_crash(
+    conn: asyncpg.Connection, dsn: str
+) -> None:
+    """The API creates taken@example.com while the import checks its batch: the batch's append
+    meets the e-mail's unique index, writes nothing, is checked again and skips that user."""
+    blocker = await connections.connect(dsn)
+    try:
+        tx = blocker.transaction()
+        await tx.start()
+        user_id = int(await blocker.fetchval("SELECT nextval('user_ids')"))
+        created = UserCreated(
+            user_id=user_id,
+            name=None,
+            username=None,
+            email="taken@example.com",
+            root_role=3,
+            created_at=datetime.now(UTC),
+        )
+        await store.append(blocker, ("user", str(user_id)), [created], TEST_ACTOR, new=True)
+        lines = [line(email="taken@example.com"), line(email="free@example.com")]
+        importing = asyncio.create_task(importer.import_users(conn, lines, source="race"))
+        await asyncio.sleep(0.3)  # the import waits on the uncommitted e-mail
+        await tx.commit()
+        report = await importing
+    finally:
+        await blocker.close()
+    assert (report.imported, report.skipped, report.batches_refused) == (1, 1, 0)
+    emails = [r["email"] for r in await conn.fetch("SELECT email FROM users ORDER BY id")]
+    assert emails == ["taken@example.com", "free@example.com"]
+    assert (await verify(conn)).ok

@@ -113,15 +113,14 @@ SELECT coalesce(array_agg(e.name ORDER BY e.sort_order, e.name), '{}') AS names,
 FROM project_environments pe JOIN environments e ON e.name = pe.environment
 WHERE pe.project_id = $P
 """
-# Everything a create decides on and answers with, in one round trip; the project row is
-# share-locked so that archiving the project waits for the create (and then sees the new flag).
+# What a create decides on and answers with, read after the project's row is share-locked
+# (LOCK_PROJECT_SHARED: archiving the project waits for the create, and an environment enabled
+# meanwhile has committed before this is read).
 CREATE_CONTEXT = """
-SELECT p.archived_at IS NULL AS project_active,
-       (SELECT f.archived_at IS NOT NULL FROM features f WHERE f.name = $2) AS holder_archived,
+SELECT (SELECT f.archived_at IS NOT NULL FROM features f WHERE f.name = $2) AS holder_archived,
        e.names, e.types, e.sort_orders
-FROM projects p CROSS JOIN LATERAL (ENVIRONMENTS_OF_PROJECT) e
-WHERE p.id = $1 FOR SHARE OF p
-""".replace("ENVIRONMENTS_OF_PROJECT", _PROJECT_ENVIRONMENTS.replace("$P", "p.id"))
+FROM (ENVIRONMENTS_OF_PROJECT) e
+""".replace("ENVIRONMENTS_OF_PROJECT", _PROJECT_ENVIRONMENTS.replace("$P", "$1"))
 LOCK_PROJECT_SHARED = "SELECT archived_at IS NULL FROM projects WHERE id = $1 FOR SHARE"
 # Row locks: concurrent archives or revives of one flag queue, and the later ones see the
 # state the first one left (READ COMMITTED re-reads a row it waited for).

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, TextIO
 import msgspec
 
 from service import store
-from service.errors import AppError
+from service.errors import AppError, NameExists
 from service.events import Metadata
 from service.users import domain
 from service.users.commands import ImportLine
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from service.connections import Conn
 
 BATCH = 1000
+ATTEMPTS = 3  # of a batch whose e-mails or usernames were taken meanwhile
 IMPORTER = Metadata(
     actor_id="import-users", actor_name="import-users", actor_kind="system", source="import"
 )
@@ -114,6 +115,22 @@ async def _import_batch(
         report.bad_lines.extend(bad)
         report.batches_refused += 1
         return
+    # Users created meanwhile (through the API) may take an e-mail or username between the
+    # check and the append: the batch then writes nothing and is checked again.
+    for _ in range(ATTEMPTS):
+        try:
+            imported = await _append_batch(conn, users, source)
+        except NameExists:
+            continue
+        report.imported += imported
+        report.skipped += len(users) - imported
+        return
+    report.bad_lines.append((batch[0][0], "users were created with these names meanwhile"))
+    report.batches_refused += 1
+
+
+async def _append_batch(conn: Conn, users: list[ImportedUser], source: str) -> int:
+    """One transaction: the batch's users that are not there yet, as one event; how many."""
     async with conn.transaction():
         existing = await conn.fetch(
             EXISTING,
@@ -125,10 +142,9 @@ async def _import_batch(
             taken_emails={r["email"] for r in existing if r["email"]},
             taken_usernames={r["username"] for r in existing if r["username"]},
         )
-        report.skipped += len(users) - len(fresh)
         if not fresh:
-            return
+            return 0
         ids = [r[0] for r in await conn.fetch(NEW_IDS, len(fresh))]
         event = domain.import_users(fresh, ids=ids, source=source)
         await store.append(conn, ("user-batch", str(uuid.uuid4())), [event], IMPORTER, new=True)
-        report.imported += len(fresh)
+        return len(fresh)

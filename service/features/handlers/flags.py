@@ -22,16 +22,17 @@ async def create_feature(request: web.Request) -> web.Response:
     project_id = request.match_info["projectId"]
     cmd = await read_json(request, CreateFeature)
     async with transaction(request) as conn:
+        project_active = await conn.fetchval(queries.LOCK_PROJECT_SHARED, project_id)
         context = await conn.fetchrow(queries.CREATE_CONTEXT, project_id, cmd.name)
+        assert context is not None  # a SELECT from an aggregate has its one row
         event = domain.create_feature(
             cmd,
             project_id,
-            project_active=context is not None and context["project_active"],
-            holder_archived=None if context is None else context["holder_archived"],
+            project_active=bool(project_active),
+            holder_archived=context["holder_archived"],
             now=datetime.now(UTC),
         )
         await store.append(conn, domain.stream(cmd.name), [event], actor(request), new=True)
-    assert context is not None  # the decision needs the project
     return json_response(Feature.created(event, context))
 
 
