@@ -27,7 +27,10 @@ from service.errors import NotReady
 from service.features.handlers import clone, dependencies, flags, segments, strategies, tags
 from service.http import MIDDLEWARES, Route, json_response
 from service.projects import handlers as projects
+from service.users.failures import FAILED_SIGN_INS, FailedSignIns
 from service.users.handlers import inactive, search, service_accounts, sessions, tokens, users
+from service.users.limits import SIGN_IN_LIMITS, SignInLimits
+from service.users.passwords import HASHING, PasswordHashing
 from service.users.usage import TokenUsage
 
 if TYPE_CHECKING:
@@ -94,6 +97,9 @@ def create_app(
     app[SCHEMA_VERSION] = len(migrations.load_migrations())
     app[ROUTE_TABLE] = {}
     usage = app[TOKEN_USAGE] = TokenUsage()
+    app[HASHING] = PasswordHashing(settings.password_hash_concurrency)
+    app[SIGN_IN_LIMITS] = SignInLimits.from_settings(settings)
+    failures = app[FAILED_SIGN_INS] = FailedSignIns()
     for route in ROUTES:
         app[ROUTE_TABLE][app.router.add_route(route.method, route.path, route.handler)] = route
 
@@ -121,8 +127,17 @@ def create_app(
         with contextlib.suppress(asyncio.CancelledError, TimeoutError):
             await asyncio.wait_for(task, CLOSE_SECONDS)
 
+    async def failed_sign_ins(app: web.Application) -> AsyncIterator[None]:
+        stop = asyncio.Event()
+        task = asyncio.create_task(failures.run(app[POOL], stop))
+        yield
+        stop.set()  # what is still counted is recorded before the pool closes
+        with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+            await asyncio.wait_for(task, CLOSE_SECONDS)
+
     app.cleanup_ctx.append(database)
     app.cleanup_ctx.append(token_usage)
+    app.cleanup_ctx.append(failed_sign_ins)
     if async_projections:
         app.cleanup_ctx.append(projections)
     return app

@@ -39,6 +39,7 @@ from service.projects.events import (
     ProjectEnvironmentDisabled,
     ProjectEnvironmentEnabled,
 )
+from service.users import events as users
 from service.users.events import (
     PasswordChanged,
     PersonalAccessTokenCreated,
@@ -101,7 +102,7 @@ DomainEvent: TypeAlias = (
 )
 
 EVENT_TYPES: Final[dict[str, type[Event]]] = {cls.type_name(): cls for cls in get_args(DomainEvent)}
-UPCASTERS: Final[Upcasters] = {**features.UPCASTERS}
+UPCASTERS: Final[Upcasters] = {**features.UPCASTERS, **users.UPCASTERS}
 
 
 class UnknownEventType(Exception):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime, timedelta
 
 import msgspec
@@ -368,23 +369,105 @@ def test_change_password_refuses_an_account_that_is_no_user(
 # --- sign_in, sign_out --------------------------------------------------------------------------
 
 
-def test_sign_in_opens_a_session_for_48_hours() -> None:
-    event = domain.sign_in(
-        person(login_attempts=2), password_ok=True, hash_unchanged=True, session_hash="h", now=NOW
-    )
-    assert event == UserSignedIn(
-        user_id=7,
-        seen_at=NOW,
+NONE = domain.SignInFailures()
+MINUTE = timedelta(minutes=1)
+
+
+def sign_in(
+    account: domain.Account | None = None,
+    *,
+    password_ok: bool,
+    hash_unchanged: bool = True,
+    failures: domain.SignInFailures = NONE,
+    now: datetime = NOW,
+) -> tuple[list[UserSignInFailed | UserSignedIn], domain.SignInFailures]:
+    return domain.sign_in(
+        account,
+        password_ok=password_ok,
+        hash_unchanged=hash_unchanged,
         session_hash="h",
-        session_expires_at=datetime(2026, 1, 4, 3, 4, 5, tzinfo=UTC),
+        failures=failures,
+        now=now,
     )
 
 
-def test_sign_in_counts_a_wrong_password() -> None:
-    event = domain.sign_in(
-        person(login_attempts=2), password_ok=False, hash_unchanged=True, session_hash="h", now=NOW
+def counted(count: int, first_at: datetime, last_at: datetime) -> domain.Unrecorded:
+    return domain.Unrecorded(count=count, first_at=first_at, last_at=last_at)
+
+
+SIGNED_IN = UserSignedIn(
+    user_id=7,
+    seen_at=NOW,
+    session_hash="h",
+    session_expires_at=datetime(2026, 1, 4, 3, 4, 5, tzinfo=UTC),
+)
+
+
+def test_sign_in_opens_a_session_for_48_hours() -> None:
+    assert sign_in(person(login_attempts=2), password_ok=True) == ([SIGNED_IN], NONE)
+
+
+def test_a_first_wrong_password_is_recorded_at_once() -> None:
+    events, kept = sign_in(person(login_attempts=2), password_ok=False)
+    assert events == [
+        UserSignInFailed(
+            user_id=7, attempts=1, first_attempted_at=NOW, attempted_at=NOW, login_attempts=3
+        )
+    ]
+    assert kept == domain.SignInFailures(recorded_at=NOW)
+
+
+def test_wrong_passwords_within_a_minute_of_a_record_are_only_counted() -> None:
+    recorded = domain.SignInFailures(recorded_at=NOW - timedelta(seconds=30))
+    events, kept = sign_in(person(), password_ok=False, failures=recorded)
+    assert events == []
+    assert kept == domain.SignInFailures(
+        unrecorded=counted(1, NOW, NOW), recorded_at=recorded.recorded_at
     )
-    assert event == UserSignInFailed(user_id=7, attempted_at=NOW, login_attempts=3)
+    later = NOW + timedelta(seconds=1)
+    events, kept = sign_in(person(), password_ok=False, failures=kept, now=later)
+    assert events == []
+    assert kept.unrecorded == counted(2, NOW, later)
+
+
+def test_a_wrong_password_a_minute_after_the_record_records_those_counted_with_it() -> None:
+    earlier = NOW - timedelta(seconds=50)
+    failures = domain.SignInFailures(
+        unrecorded=counted(4, earlier, NOW - timedelta(seconds=10)), recorded_at=NOW - MINUTE
+    )
+    events, kept = sign_in(person(login_attempts=1), password_ok=False, failures=failures)
+    assert events == [
+        UserSignInFailed(
+            user_id=7, attempts=5, first_attempted_at=earlier, attempted_at=NOW, login_attempts=6
+        )
+    ]
+    assert kept == domain.SignInFailures(recorded_at=NOW)
+
+
+def test_a_clock_that_went_back_does_not_hold_failures_back() -> None:
+    failures = domain.SignInFailures(recorded_at=NOW + timedelta(seconds=5))
+    events, _ = sign_in(person(), password_ok=False, failures=failures)
+    assert [e.attempts for e in events if isinstance(e, UserSignInFailed)] == [1]
+
+
+def test_a_sign_in_records_the_failures_counted_before_it_first() -> None:
+    earlier = NOW - timedelta(seconds=30)
+    failures = domain.SignInFailures(
+        unrecorded=counted(3, earlier, NOW - timedelta(seconds=1)),
+        recorded_at=NOW - timedelta(seconds=40),
+    )
+    events, kept = sign_in(person(login_attempts=1), password_ok=True, failures=failures)
+    assert events == [
+        UserSignInFailed(
+            user_id=7,
+            attempts=3,
+            first_attempted_at=earlier,
+            attempted_at=NOW - timedelta(seconds=1),
+            login_attempts=4,
+        ),
+        SIGNED_IN,
+    ]
+    assert kept == domain.SignInFailures(recorded_at=NOW)
 
 
 @pytest.mark.parametrize(
@@ -399,14 +482,9 @@ def test_sign_in_counts_a_wrong_password() -> None:
 def test_sign_in_refuses_a_missing_account_or_a_void_check_with_one_answer(
     account: domain.Account | None, password_ok: bool, hash_unchanged: bool
 ) -> None:
+    failures = domain.SignInFailures(unrecorded=counted(2, NOW, NOW), recorded_at=NOW)
     with pytest.raises(PasswordMismatch) as caught:
-        domain.sign_in(
-            account,
-            password_ok=password_ok,
-            hash_unchanged=hash_unchanged,
-            session_hash="h",
-            now=NOW,
-        )
+        sign_in(account, password_ok=password_ok, hash_unchanged=hash_unchanged, failures=failures)
     assert caught.value.message == (
         "The combination of password and username you provided is invalid. If you have "
         "forgotten your password, visit /forgotten-password or get in touch with your "
@@ -414,6 +492,75 @@ def test_sign_in_refuses_a_missing_account_or_a_void_check_with_one_answer(
     )
     assert caught.value.status == 401
     assert caught.value.name == "PasswordMismatch"
+
+
+@given(gaps=st.lists(st.integers(min_value=0, max_value=150), min_size=1, max_size=40))
+def test_every_wrong_password_is_counted_once_and_records_are_a_minute_apart(
+    gaps: list[int],
+) -> None:
+    """Wrong passwords `gaps` seconds apart, then a last record (the flush): the events stand
+    for every attempt exactly once, in order, with the count rising, a minute apart at least."""
+    failures, now, recorded, attempts = NONE, NOW, [], 0
+    for gap in gaps:
+        now += timedelta(seconds=gap)
+        events, failures = sign_in(
+            person(login_attempts=attempts), password_ok=False, failures=failures, now=now
+        )
+        for event in events:
+            assert isinstance(event, UserSignInFailed)
+            attempts = event.login_attempts
+        recorded += events
+    last = domain.record_failed_sign_ins(person(login_attempts=attempts), failures)
+    recorded += [last] if last else []
+    failed = [e for e in recorded if isinstance(e, UserSignInFailed)]
+    assert sum(e.attempts for e in failed) == len(gaps)
+    assert [e.login_attempts for e in failed] == [
+        sum(e.attempts for e in failed[: i + 1]) for i in range(len(failed))
+    ]
+    for before, after in itertools.pairwise(failed[:-1] if last else failed):
+        assert after.attempted_at - before.attempted_at >= MINUTE
+    for event in failed:
+        assert event.first_attempted_at <= event.attempted_at
+
+
+def test_record_failed_sign_ins_records_what_was_counted() -> None:
+    failures = domain.SignInFailures(
+        unrecorded=counted(10, NOW - timedelta(seconds=59), NOW), recorded_at=NOW - MINUTE
+    )
+    assert domain.record_failed_sign_ins(person(login_attempts=1), failures) == UserSignInFailed(
+        user_id=7,
+        attempts=10,
+        first_attempted_at=NOW - timedelta(seconds=59),
+        attempted_at=NOW,
+        login_attempts=11,
+    )
+
+
+@pytest.mark.parametrize(
+    ("account", "failures"),
+    [
+        (person(), domain.SignInFailures(recorded_at=NOW)),  # nothing counted
+        (None, domain.SignInFailures(unrecorded=counted(1, NOW, NOW))),  # deleted meanwhile
+        (robot(), domain.SignInFailures(unrecorded=counted(1, NOW, NOW))),  # not a person
+    ],
+)
+def test_record_failed_sign_ins_records_nothing_without_attempts_or_account(
+    account: domain.Account | None, failures: domain.SignInFailures
+) -> None:
+    assert domain.record_failed_sign_ins(account, failures) is None
+
+
+def test_failures_given_back_merge_with_those_counted_meanwhile() -> None:
+    mine = domain.SignInFailures(
+        unrecorded=counted(2, NOW, NOW + timedelta(seconds=5)), recorded_at=NOW
+    )
+    back = domain.SignInFailures(unrecorded=counted(3, NOW - timedelta(seconds=9), NOW))
+    assert mine.merged(back) == domain.SignInFailures(
+        unrecorded=counted(5, NOW - timedelta(seconds=9), NOW + timedelta(seconds=5)),
+        recorded_at=NOW,
+    )
+    assert NONE.merged(back) == back
+    assert mine.merged(NONE) == mine
 
 
 def test_sign_out_ends_the_session_of_its_owner() -> None:

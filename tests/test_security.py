@@ -333,7 +333,13 @@ async def test_account_read_models_rebuild_identically(any_conn: asyncpg.Connect
     await factories.append(
         any_conn,
         [
-            UserSignInFailed(user_id=people[0].id, attempted_at=now, login_attempts=1),
+            UserSignInFailed(
+                user_id=people[0].id,
+                attempts=1,
+                first_attempted_at=now,
+                attempted_at=now,
+                login_attempts=1,
+            ),
             UserSignedIn(
                 user_id=people[0].id,
                 seen_at=now,

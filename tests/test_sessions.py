@@ -7,22 +7,37 @@ import statistics
 import time
 from typing import TYPE_CHECKING, Any
 
+import pytest
+
 from service import auth
 from service.appkeys import POOL
-from service.users import passwords
+from service.settings import Settings
 from service.users.domain import WRONG_CREDENTIALS
-from tests.conftest import ADMIN
+from service.users.failures import FAILED_SIGN_INS
+from service.users.passwords import HASHING
+from tests.conftest import ADMIN, ADMIN_TOKEN
 from tests.test_features import error, event_count
 from tests.test_users import STRONG, USERS, create_user, make_account
 
 if TYPE_CHECKING:
-    import pytest
     from aiohttp import web
     from aiohttp.test_utils import TestClient
 
     Client = TestClient[Any, Any]
 
 LOGIN = "/auth/simple/login"
+
+
+@pytest.fixture
+def settings(dsn: str) -> Settings:
+    """Sign-in limits have their own tests (test_signin_limits.py); these send more attempts
+    from one address than a minute allows."""
+    return Settings(
+        database_url=dsn,
+        init_admin_api_tokens=(ADMIN_TOKEN,),
+        login_rate_limit_per_address=1000,
+        login_rate_limit_per_account=1000,
+    )
 
 
 async def sign_in(client: Client, username: str, password: str = STRONG) -> tuple[Any, str]:
@@ -96,17 +111,39 @@ async def test_sign_out_ends_only_that_session(client: Client, app: web.Applicat
     assert await event_count(app, "UserSignedOut") == 1
 
 
-async def test_wrong_passwords_count_and_a_good_sign_in_resets(client: Client) -> None:
+async def test_wrong_passwords_count_and_a_good_sign_in_resets(
+    client: Client, app: web.Application
+) -> None:
+    """The first wrong password is recorded at once; the next ones within the minute are
+    counted in memory, and the sign-in that follows records them first, then itself."""
     user = await create_user(client, {"username": "bob", "password": STRONG})
     for _ in range(3):
         resp, cookie = await sign_in(client, "bob", "Wr0ng!Password")
         assert await error(resp, 401, "PasswordMismatch") == WRONG_CREDENTIALS
         assert cookie == ""
     url = f"{USERS}/{user['id']}"
-    assert (await (await client.get(url, headers=ADMIN)).json())["loginAttempts"] == 3
+    assert (await (await client.get(url, headers=ADMIN)).json())["loginAttempts"] == 1
     resp, _ = await sign_in(client, "bob")
     assert (await resp.json())["loginAttempts"] == 0
     assert (await (await client.get(url, headers=ADMIN)).json())["loginAttempts"] == 0
+    assert await sign_in_events(app, user["id"]) == [
+        ("UserSignInFailed", 1, 1),
+        ("UserSignInFailed", 2, 3),
+        ("UserSignedIn", None, None),
+    ]
+
+
+async def sign_in_events(app: web.Application, user_id: int) -> list[tuple[str, Any, Any]]:
+    """(type, attempts, login_attempts) of the account's sign-in events, in log order."""
+    async with app[POOL].acquire() as conn:
+        rows = await conn.fetch(
+            "SELECT type, (data->>'attempts')::int AS attempts,"
+            " (data->>'login_attempts')::int AS login_attempts FROM events"
+            " WHERE stream_type = 'user' AND stream_key = $1 AND type LIKE 'UserSign%'"
+            " ORDER BY position",
+            str(user_id),
+        )
+    return [(r["type"], r["attempts"], r["login_attempts"]) for r in rows]
 
 
 async def test_failed_sign_ins_do_not_reveal_whether_an_account_exists(
@@ -186,12 +223,19 @@ async def test_sign_in_bodies_are_checked(client: Client) -> None:
     await error(resp, 415, "ContentTypeerror")
 
 
-async def test_concurrent_wrong_passwords_are_all_counted(client: Client) -> None:
+async def test_concurrent_wrong_passwords_are_all_counted(
+    client: Client, app: web.Application
+) -> None:
     user = await create_user(client, {"username": "bob", "password": STRONG})
     results = await asyncio.gather(*(sign_in(client, "bob", "Wr0ng!Pass") for _ in range(6)))
     assert {r.status for r, _ in results} == {401}
+    assert await app[FAILED_SIGN_INS].flush(app[POOL], everything=True) == 1
     body = await (await client.get(f"{USERS}/{user['id']}", headers=ADMIN)).json()
     assert body["loginAttempts"] == 6
+    assert await sign_in_events(app, user["id"]) == [
+        ("UserSignInFailed", 1, 1),
+        ("UserSignInFailed", 5, 6),
+    ]
 
 
 async def test_a_password_changed_during_the_check_voids_the_sign_in(
@@ -200,19 +244,20 @@ async def test_a_password_changed_during_the_check_voids_the_sign_in(
     """The old password was right when argon2 checked it, but a new one was committed before
     the session could be opened: no session with the old password."""
     user = await create_user(client, {"username": "bob", "password": STRONG})
-    check = passwords.verify_password
+    hashing = app[HASHING]
+    check = hashing.verify
     new = "N3w!Password#2026"
 
     async def change_meanwhile(password_hash: str | None, password: str) -> bool:
         ok = await check(password_hash, password)
-        monkeypatch.setattr(passwords, "verify_password", check)
+        monkeypatch.setattr(hashing, "verify", check)
         resp = await client.post(
             f"{USERS}/{user['id']}/change-password", json={"password": new}, headers=ADMIN
         )
         assert resp.status == 200
         return ok
 
-    monkeypatch.setattr(passwords, "verify_password", change_meanwhile)
+    monkeypatch.setattr(hashing, "verify", change_meanwhile)
     resp, cookie = await sign_in(client, "bob")
     await error(resp, 401, "PasswordMismatch")
     assert cookie == ""

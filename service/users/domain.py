@@ -5,7 +5,7 @@ handler loaded under locks (None where the account does not exist) and returns t
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Final
 
 import msgspec
@@ -34,8 +34,6 @@ from service.users.events import (
 )
 
 if TYPE_CHECKING:
-    from datetime import datetime
-
     from service.users.commands import (
         CreatePersonalAccessToken,
         CreateServiceAccount,
@@ -185,29 +183,109 @@ def change_password(user_id: int, account: Account | None, password_hash: str) -
     return PasswordChanged(user_id=user_id, password_hash=password_hash)
 
 
-def sign_in(
+# A replica records at most one UserSignInFailed per account per minute; the wrong passwords in
+# between are counted in memory and recorded together, so guessing cannot grow a stream unbounded.
+FAILURES_RECORDED_EVERY: Final = timedelta(minutes=1)
+
+
+class Unrecorded(msgspec.Struct, frozen=True, kw_only=True):
+    """Wrong passwords of one account counted in memory since its last UserSignInFailed."""
+
+    count: int
+    first_at: datetime
+    last_at: datetime
+
+
+class SignInFailures(msgspec.Struct, frozen=True, kw_only=True):
+    """What one replica knows of an account's failed sign-ins: the attempts it counted but has
+    not recorded yet, and when it last recorded a UserSignInFailed of the account (None: not
+    since the process started)."""
+
+    unrecorded: Unrecorded | None = None
+    recorded_at: datetime | None = None
+
+    def recorded_within_a_minute(self, now: datetime) -> bool:
+        """A clock that went back counts as the minute being over."""
+        return (
+            self.recorded_at is not None
+            and timedelta(0) <= now - self.recorded_at < FAILURES_RECORDED_EVERY
+        )
+
+    def merged(self, other: SignInFailures) -> SignInFailures:
+        """Both counts as one: what a replica gives back when an event could not be stored."""
+        mine, theirs = self.unrecorded, other.unrecorded
+        unrecorded = (
+            Unrecorded(
+                count=mine.count + theirs.count,
+                first_at=min(mine.first_at, theirs.first_at),
+                last_at=max(mine.last_at, theirs.last_at),
+            )
+            if mine is not None and theirs is not None
+            else mine or theirs
+        )
+        times = [t for t in (self.recorded_at, other.recorded_at) if t is not None]
+        return SignInFailures(unrecorded=unrecorded, recorded_at=max(times, default=None))
+
+
+def _failed(account: Account, unrecorded: Unrecorded) -> UserSignInFailed:
+    return UserSignInFailed(
+        user_id=account.id,
+        attempts=unrecorded.count,
+        first_attempted_at=unrecorded.first_at,
+        attempted_at=unrecorded.last_at,
+        login_attempts=account.login_attempts + unrecorded.count,
+    )
+
+
+def sign_in(  # noqa: PLR0913 - the check, its validity, the session, the counted failures, the time
     account: Account | None,
     *,
     password_ok: bool,
     hash_unchanged: bool,
     session_hash: str,
+    failures: SignInFailures,
     now: datetime,
-) -> UserSignedIn | UserSignInFailed:
-    """account: found by what was typed and locked. A wrong password is counted (the caller
-    answers 401 once that is committed); a password replaced while it was being checked, or an
-    account deleted meanwhile, voids the check."""
+) -> tuple[list[UserSignInFailed | UserSignedIn], SignInFailures]:
+    """account: found by what was typed and locked; failures: what this replica counted of
+    it. Returns the events and what the replica keeps counting.
+
+    A wrong password is counted (the caller answers 401 once that is committed): recorded at
+    once, with the attempts counted before it, unless a UserSignInFailed of the account was
+    recorded here less than a minute ago; then only counted, for record_failed_sign_ins. A
+    success records the counted failures first, so the log keeps the true order. A password
+    replaced while it was being checked, or an account deleted meanwhile, voids the check."""
     if account is None or not hash_unchanged:
         raise PasswordMismatch(WRONG_CREDENTIALS)
     if not password_ok:
-        return UserSignInFailed(
-            user_id=account.id, attempted_at=now, login_attempts=account.login_attempts + 1
+        before = failures.unrecorded
+        counted = Unrecorded(
+            count=1 + (before.count if before else 0),
+            first_at=before.first_at if before else now,
+            last_at=now,
         )
-    return UserSignedIn(
+        if failures.recorded_within_a_minute(now):
+            return [], SignInFailures(unrecorded=counted, recorded_at=failures.recorded_at)
+        return [_failed(account, counted)], SignInFailures(recorded_at=now)
+    signed_in = UserSignedIn(
         user_id=account.id,
         seen_at=now,
         session_hash=session_hash,
         session_expires_at=now + SESSION_LIFETIME,
     )
+    if failures.unrecorded is None:
+        return [signed_in], failures
+    return [_failed(account, failures.unrecorded), signed_in], SignInFailures(recorded_at=now)
+
+
+def record_failed_sign_ins(
+    account: Account | None, failures: SignInFailures
+) -> UserSignInFailed | None:
+    """The wrong passwords a replica counted since the account's last UserSignInFailed, once
+    a minute has passed (or the replica stops); nothing when there are none, or when the
+    account was deleted meanwhile (its stream has ended)."""
+    if account is None or account.account_type != USER or failures.unrecorded is None:
+        return None
+    return _failed(account, failures.unrecorded)
 
 
 def sign_out(owner: int | None, session_hash: str) -> UserSignedOut | None:

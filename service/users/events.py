@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any, ClassVar
 
 import msgspec
 
-from service.events import Event
+from service.events import Event, Upcasters
 
 
 class UserCreated(Event, frozen=True, kw_only=True, tag="UserCreated"):
@@ -58,9 +59,16 @@ class UserSignedIn(Event, frozen=True, kw_only=True, tag="UserSignedIn"):
 
 
 class UserSignInFailed(Event, frozen=True, kw_only=True, tag="UserSignInFailed"):
-    """A wrong password for an existing account; `login_attempts` is the count after it."""
+    """Wrong passwords for an existing account: `attempts` of them (at least 1), from
+    `first_attempted_at` to `attempted_at`; `login_attempts` is the account's count after them.
+    Version 2: a replica records one of these per account per minute at most, and counts the
+    attempts in between (version 1 stood for one attempt)."""
+
+    schema_version: ClassVar[int] = 2
 
     user_id: int
+    attempts: int
+    first_attempted_at: datetime
     attempted_at: datetime
     login_attempts: int
 
@@ -166,3 +174,14 @@ class PersonalAccessTokensSeen(Event, frozen=True, kw_only=True, tag="PersonalAc
     use of each token it saw, every few seconds, instead of one write per request."""
 
     seen: list[TokenUse]
+
+
+# --- upcasters --------------------------------------------------------------------------------
+
+
+def sign_in_failed_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """UserSignInFailed, version 1 -> 2: a version 1 event stood for exactly one attempt."""
+    return data | {"attempts": 1, "first_attempted_at": data["attempted_at"]}
+
+
+UPCASTERS: Upcasters = {("UserSignInFailed", 1): sign_in_failed_v1}

@@ -1,15 +1,23 @@
-"""Passwords: OWASP strength rules, argon2id hashing off the event loop, constant-shape checks."""
+"""Passwords: OWASP strength rules; argon2id hashing off the event loop, a few at a time, with
+checks of one shape whether or not the account exists."""
 
 from __future__ import annotations
 
 import asyncio
 import functools
 import re
-from typing import Final
+import threading
+from typing import TYPE_CHECKING, Final, TypeVar
 
 import argon2
+from aiohttp import web
 
-from service.errors import WeakPassword
+from service.errors import TooManyRequests, WeakPassword
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+T = TypeVar("T")
 
 MIN_LENGTH: Final = 10
 MAX_LENGTH: Final = 128
@@ -42,9 +50,66 @@ def check_strength(password: str) -> None:
         raise WeakPassword(problems[0])
 
 
-async def hash_password(password: str) -> str:
-    """argon2id hash in a worker thread: about 0.1 s of CPU that must not stall other requests."""
-    return await asyncio.to_thread(_hasher.hash, password)
+# Passwords waiting for an argon2 slot, at most; one more is refused at once rather than queued
+# without bound (each queued request holds its connection and body until its turn).
+MAX_WAITING: Final = 32
+BUSY: Final = "Too many passwords are being checked at once; try again in a moment"
+
+
+class PasswordHashing:
+    """The argon2 work of one application. Each hash holds 64 MiB and about 0.1 s of a core,
+    so `concurrency` run at once (in worker threads, off the event loop), at most MAX_WAITING
+    more wait for a slot, and any more are refused with 429. A slot is freed when its hash has
+    finished, even when the request that asked for it was cancelled meanwhile."""
+
+    def __init__(self, concurrency: int, max_waiting: int = MAX_WAITING) -> None:
+        self._slots = asyncio.Semaphore(concurrency)
+        self._max_waiting = max_waiting
+        self._waiting = 0
+        self._lock = threading.Lock()
+        # Hashes and checks computed (in worker threads): now, at most at once, in all.
+        self.running = 0
+        self.most_running = 0
+        self.computed = 0
+
+    async def hash(self, password: str) -> str:
+        """argon2id hash of a new password."""
+        return await self._run(functools.partial(_hasher.hash, password))
+
+    async def verify(self, password_hash: str | None, password: str) -> bool:
+        """One argon2 check whether or not there is a hash (then against a dummy one), so a
+        refusal takes as long for an unknown account as for a wrong password."""
+        return await self._run(functools.partial(_verify, password_hash, password))
+
+    async def _run(self, work: Callable[[], T]) -> T:
+        if self._slots.locked() and self._waiting >= self._max_waiting:
+            raise TooManyRequests(BUSY, 1)
+        self._waiting += 1
+        try:
+            await self._slots.acquire()
+        finally:
+            self._waiting -= 1
+        try:
+            done = asyncio.get_running_loop().run_in_executor(None, self._counted, work)
+        except BaseException:
+            self._slots.release()
+            raise
+        done.add_done_callback(lambda _: self._slots.release())
+        return await asyncio.shield(done)  # a cancelled request leaves the hash to finish
+
+    def _counted(self, work: Callable[[], T]) -> T:
+        with self._lock:
+            self.running += 1
+            self.most_running = max(self.most_running, self.running)
+            self.computed += 1
+        try:
+            return work()
+        finally:
+            with self._lock:
+                self.running -= 1
+
+
+HASHING = web.AppKey("password_hashing", PasswordHashing)
 
 
 @functools.cache
@@ -52,10 +117,6 @@ def _dummy_hash() -> str:
     """Checked when the account is unknown or has no password, so that a failed sign-in costs
     the same time whether or not the account exists."""
     return _hasher.hash("not a password anyone has; only here for equal timing")
-
-
-async def verify_password(password_hash: str | None, password: str) -> bool:
-    return await asyncio.to_thread(_verify, password_hash, password)
 
 
 def _verify(password_hash: str | None, password: str) -> bool:

@@ -8,11 +8,13 @@ from typing import TYPE_CHECKING
 from service import auth, store
 from service.appkeys import POOL, REQUEST_ID
 from service.errors import PasswordMismatch
-from service.events import Metadata
 from service.http import Route, empty, json_response, read_json, transaction
-from service.users import domain, passwords, queries
+from service.users import domain, queries
 from service.users.commands import SignIn
 from service.users.events import UserSignedIn
+from service.users.failures import FAILED_SIGN_INS, account_metadata
+from service.users.limits import SIGN_IN_LIMITS
+from service.users.passwords import HASHING
 from service.users.responses import User
 
 if TYPE_CHECKING:
@@ -21,6 +23,7 @@ if TYPE_CHECKING:
 
 async def sign_in(request: web.Request) -> web.Response:
     cmd = await read_json(request, SignIn)
+    request.app[SIGN_IN_LIMITS].check(request, cmd.username)  # before any database or argon2
     name = cmd.username.strip()
     lookup = (
         queries.SIGN_IN_BY_EMAIL if domain.looks_like_email(name) else queries.SIGN_IN_BY_USERNAME
@@ -28,28 +31,34 @@ async def sign_in(request: web.Request) -> web.Response:
     candidate = await request.app[POOL].fetchrow(lookup, name)
     stored_hash = candidate["password_hash"] if candidate is not None else None
     # Always one argon2 check, against a dummy hash when there is no account or password.
-    ok = await passwords.verify_password(stored_hash, cmd.password)
+    ok = await request.app[HASHING].verify(stored_hash, cmd.password)
     if candidate is None:
         raise PasswordMismatch(domain.WRONG_CREDENTIALS)
     session = auth.new_secret()
-    async with transaction(request) as conn:
-        account = await queries.lock_account(conn, candidate["id"])
-        event = domain.sign_in(
-            account,
-            password_ok=ok,
-            # Deleted, or given a new password, while this one was checked: the check is void.
-            hash_unchanged=await conn.fetchval(queries.PASSWORD_HASH, candidate["id"])
-            == stored_hash,
-            session_hash=auth.hash_secret(session),
-            now=datetime.now(UTC),
-        )
-        assert account is not None  # sign_in refuses an account that is gone
-        meta = _meta(request, account.id, account.name or account.username or account.email)
-        await store.append(conn, domain.user_stream(account.id), [event], meta)
-        row = await conn.fetchrow(queries.GET_USER, account.id)
+    failures = request.app[FAILED_SIGN_INS]
+    with failures.deciding(candidate["id"]) as keep:
+        async with transaction(request) as conn:
+            account = await queries.lock_account(conn, candidate["id"])
+            events, kept = domain.sign_in(
+                account,
+                password_ok=ok,
+                # Deleted, or given a new password, while this one was checked: the check is void.
+                hash_unchanged=await conn.fetchval(queries.PASSWORD_HASH, candidate["id"])
+                == stored_hash,
+                session_hash=auth.hash_secret(session),
+                failures=failures.of(candidate["id"]),
+                now=datetime.now(UTC),
+            )
+            assert account is not None  # sign_in refuses an account that is gone
+            if events:  # a wrong password within the minute is only counted, in memory
+                who = account.name or account.username or account.email
+                meta = account_metadata(account.id, who, request_id=request[REQUEST_ID])
+                await store.append(conn, domain.user_stream(account.id), events, meta)
+            row = await conn.fetchrow(queries.GET_USER, account.id)
+            keep(kept, events)  # before COMMIT: the next holder of the row lock decides on it
     assert row is not None  # written or locked in this transaction
-    if not isinstance(event, UserSignedIn):  # raised after the commit: the attempt is counted
-        raise PasswordMismatch(domain.WRONG_CREDENTIALS)
+    if not any(isinstance(e, UserSignedIn) for e in events):
+        raise PasswordMismatch(domain.WRONG_CREDENTIALS)  # after the commit: it is counted
     response = json_response(User.from_row(row))
     response.set_cookie(
         auth.SESSION_COOKIE,
@@ -74,23 +83,13 @@ async def sign_out(request: web.Request) -> web.Response:
             event = domain.sign_out(None if owner is None else owner["id"], session_hash)
             if event is not None:
                 assert owner is not None
-                meta = _meta(request, owner["id"], owner["name"])
+                meta = account_metadata(owner["id"], owner["name"], request_id=request[REQUEST_ID])
                 await store.append(conn, domain.user_stream(owner["id"]), [event], meta)
     response = empty(302)
     response.headers["Location"] = "/"
     response.headers["Clear-Site-Data"] = '"cookies", "storage"'
     response.del_cookie(auth.SESSION_COOKIE, path="/")
     return response
-
-
-def _meta(request: web.Request, user_id: int, name: str | None) -> Metadata:
-    """Sign-in and sign-out happen before (and after) a principal exists: the account acts."""
-    return Metadata(
-        actor_id=f"user:{user_id}",
-        actor_name=name or str(user_id),
-        actor_kind="user",
-        request_id=request[REQUEST_ID],
-    )
 
 
 ROUTES = [

@@ -45,7 +45,8 @@ async def create_user(request: web.Request) -> web.Response:
     cmd = await read_json(request, CreateUser)
     if cmd.password is not None:
         passwords.check_strength(cmd.password)
-    password_hash = await passwords.hash_password(cmd.password) if cmd.password else None
+    hashing = request.app[passwords.HASHING]
+    password_hash = await hashing.hash(cmd.password) if cmd.password else None
     async with transaction(request) as conn:
         user_id = await conn.fetchval(queries.NEXT_USER_ID)
         events = domain.create_user(
@@ -85,7 +86,7 @@ async def change_password(request: web.Request) -> web.Response:
     passwords.check_strength(cmd.password)
     if await request.app[POOL].fetchrow(queries.GET_USER, user_id) is None:
         raise domain.user_missing(user_id)  # before the slow hash
-    password_hash = await passwords.hash_password(cmd.password)
+    password_hash = await request.app[passwords.HASHING].hash(cmd.password)
     async with transaction(request) as conn:
         account = await queries.lock_account(conn, user_id)
         event = domain.change_password(user_id, account, password_hash)
