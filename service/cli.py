@@ -67,7 +67,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "serve":
             serving.check_listen_address(settings.host, settings.port)
         with database(settings) as dsn:
-            return uvloop.run(_dispatch(args, settings, dsn))
+            # The embedded server's postmaster: serve exits when it dies.
+            postmaster = (
+                None
+                if settings.database_url
+                else embedded.postmaster_pid(Path(settings.data_dir).resolve())
+            )
+            return uvloop.run(_dispatch(args, settings, dsn, postmaster))
     except (ConfigError, migrations.MigrationError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -93,10 +99,12 @@ def database(settings: Settings) -> Iterator[str]:
 
 
 async def _dispatch(  # noqa: PLR0911 - one return per command
-    args: argparse.Namespace, settings: Settings, dsn: str
+    args: argparse.Namespace, settings: Settings, dsn: str, postmaster: int | None
 ) -> int:
     if args.command == "serve":
-        return await serving.serve(settings, dsn, migrate=not args.no_migrate)
+        return await serving.serve(
+            settings, dsn, migrate=not args.no_migrate, postmaster=postmaster
+        )
     conn = await connections.connect(dsn)
     try:
         if args.command == "migrate":

@@ -9,6 +9,9 @@ from asyncpg.pool import PoolConnectionProxy
 Conn = asyncpg.Connection | PoolConnectionProxy
 
 SEARCH_PATH = "readmodel, public"
+# A connection attempt gives up after this long (asyncpg's default is 60 s): while the database
+# host does not answer at all, requests get their 503 soon instead of hanging.
+CONNECT_TIMEOUT = 5.0
 
 
 async def _keep_session(_conn: asyncpg.Connection) -> None:
@@ -25,10 +28,34 @@ async def create_pool(dsn: str, size: int) -> asyncpg.Pool:
         max_size=size,
         server_settings={"search_path": SEARCH_PATH, "application_name": "flagstore"},
         reset=_keep_session,
+        timeout=CONNECT_TIMEOUT,
     )
     assert pool is not None
     return pool
 
 
 async def connect(dsn: str) -> asyncpg.Connection:
-    return await asyncpg.connect(dsn, server_settings={"search_path": SEARCH_PATH})
+    return await asyncpg.connect(
+        dsn, server_settings={"search_path": SEARCH_PATH}, timeout=CONNECT_TIMEOUT
+    )
+
+
+# Failures that mean "the database cannot be reached right now", not "this query is wrong":
+# refused or broken connections, a server shutting down, starting up or out of connections.
+_UNAVAILABLE = (
+    OSError,  # refused, reset, unreachable; ConnectionResetError from a client is handled first
+    TimeoutError,  # connect timeout
+    asyncpg.PostgresConnectionError,  # class 08, and asyncpg's ConnectionDoesNotExistError
+    asyncpg.AdminShutdownError,
+    asyncpg.CrashShutdownError,
+    asyncpg.CannotConnectNowError,
+    asyncpg.TooManyConnectionsError,
+)
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """True when exc says the database is unreachable, restarting or full."""
+    if isinstance(exc, _UNAVAILABLE):
+        return True
+    # A call on a connection the server closed: "cannot perform operation: connection is closed".
+    return isinstance(exc, asyncpg.InterfaceError) and "connection is closed" in str(exc)

@@ -119,3 +119,19 @@ def postgres_processes(pgdata: Path) -> list[psutil.Process]:
         if proc.info.get("name") == "postgres" and str(pgdata) in " ".join(cmdline):
             found.append(proc)
     return found
+
+
+def postmaster_pid(data_dir: Path) -> int | None:
+    """The pid of the postmaster serving data_dir/pg, from its postmaster.pid file."""
+    try:
+        return int((data_dir / "pg" / "postmaster.pid").read_text().splitlines()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def is_running(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

@@ -10,6 +10,7 @@ class AppError(Exception):
     name: str = "InternalError"
 
     MAX_MESSAGE = 500  # messages echo names from the request; never echo a huge one back
+    retry_after: int | None = None  # seconds, sent as Retry-After when set
 
     def __init__(self, message: str) -> None:
         if len(message) > self.MAX_MESSAGE:
@@ -66,6 +67,25 @@ class ContentTypeError(AppError):
 class NotReady(AppError):
     status = 503
     name = "ServiceUnavailableError"
+
+
+class TooManyRequests(AppError):
+    """A rate limit was reached; Retry-After says when the next attempt is allowed."""
+
+    status = 429
+    name = "TooManyRequests"
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = max(1, retry_after)
+
+
+class ServiceUnavailable(AppError):
+    """The database cannot be reached (or refuses connections) right now: try again soon."""
+
+    status = 503
+    name = "ServiceUnavailable"
+    retry_after = 2
 
 
 class ConfigError(Exception):

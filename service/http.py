@@ -7,6 +7,7 @@ import contextlib
 import re
 import time
 import uuid
+import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeVar
@@ -15,7 +16,7 @@ import msgspec
 import structlog
 from aiohttp import web
 
-from service import auth, errors
+from service import auth, connections, errors
 from service.appkeys import (
     ERROR_ID,
     ERROR_NAME,
@@ -28,6 +29,7 @@ from service.appkeys import (
     TOKEN_USAGE,
 )
 from service.auth import Principal
+from service.logs import Throttled
 
 if TYPE_CHECKING:
     from service.connections import Conn
@@ -98,8 +100,8 @@ async def read_json(request: web.Request, schema: type[T]) -> T:
     if decoder is None:
         decoder = _decoders[schema] = msgspec.json.Decoder(schema)
     try:
-        body = await request.read()
-    except web.RequestPayloadError as exc:  # e.g. a Content-Encoding the body does not match
+        body = _decoded(request, await request.read())
+    except web.RequestPayloadError as exc:  # e.g. a chunked body cut short
         raise errors.ValidationError(f"The request body could not be read: {exc}") from None
     if not body.strip():
         raise errors.ValidationError("A JSON request body is required")
@@ -111,6 +113,44 @@ async def read_json(request: web.Request, schema: type[T]) -> T:
         raise errors.ValidationError(str(exc)) from None
     except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise errors.ValidationError(f"Malformed JSON: {exc}") from None
+
+
+# The largest body accepted, before and after decompression (aiohttp's default, 1 MiB).
+BODY_LIMIT: Final = 1024**2
+_WBITS: Final = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": 0}
+
+
+def _decoded(request: web.Request, body: bytes) -> bytes:
+    """The body with its Content-Encoding undone, never inflating past BODY_LIMIT.
+
+    aiohttp's own decompression is off (serving.py): it inflated every body as it arrived, on
+    any route and before authentication, so a 1 MB gzip bomb cost 1 GiB and 0.5 s of the event
+    loop. Here only routes that read a body inflate it, and at most BODY_LIMIT + 1 bytes of it,
+    which takes a few milliseconds whatever the input.
+    """
+    encoding = request.headers.get("Content-Encoding", "").strip().lower()
+    if encoding in ("", "identity"):
+        return body
+    wbits = _WBITS.get(encoding)
+    if wbits is None:
+        raise errors.ContentTypeError(
+            f"The Content-Encoding {encoding[:40]!r} is not supported: send gzip, deflate or none"
+        )
+    if wbits == 0:  # deflate: zlib-wrapped as HTTP says, or raw as some clients send it
+        zlib_header = len(body) > 1 and body[0] & 0x0F == 8 and (body[0] << 8 | body[1]) % 31 == 0
+        wbits = zlib.MAX_WBITS if zlib_header else -zlib.MAX_WBITS
+    inflater = zlib.decompressobj(wbits)
+    try:
+        plain = inflater.decompress(body, BODY_LIMIT + 1)
+    except zlib.error:
+        raise errors.ValidationError(f"The request body is not valid {encoding} data") from None
+    if len(plain) > BODY_LIMIT:
+        raise errors.PayloadTooLarge(
+            f"The request body is larger than {BODY_LIMIT} bytes once decompressed"
+        )
+    if not inflater.eof or inflater.unused_data:
+        raise errors.ValidationError(f"The request body is not one complete {encoding} stream")
+    return plain
 
 
 @web.middleware
@@ -129,6 +169,8 @@ async def request_context(request: web.Request, handler: Handler) -> web.StreamR
         response = await handler(request)
         status = response.status
         response.headers["X-Request-Id"] = request_id
+        if lifecycle.draining:  # the client should take its next request elsewhere
+            response.force_close()
         return response
     finally:
         lifecycle.finished()
@@ -181,7 +223,7 @@ async def error_bodies(request: web.Request, handler: Handler) -> web.StreamResp
     try:
         return await handler(request)
     except errors.AppError as exc:
-        return error_response(request, exc.status, exc.name, exc.message)
+        return _app_error(request, exc)
     except ConnectionResetError:  # the client left mid-request: logged as 499, not a crash
         raise
     except web.HTTPException as exc:
@@ -193,12 +235,27 @@ async def error_bodies(request: web.Request, handler: Handler) -> web.StreamResp
         if exc.status == 405 and "Allow" in exc.headers:
             response.headers["Allow"] = exc.headers["Allow"]
         return response
-    except Exception:
+    except Exception as exc:
+        if connections.is_unavailable(exc):
+            _database_down.warning(error=type(exc).__name__)
+            return _app_error(request, errors.ServiceUnavailable(DATABASE_DOWN))
         response = error_response(
             request, 500, "InternalError", "Unexpected error; the error id names the log line"
         )
         log.exception("unhandled_error", error_id=request[ERROR_ID])
         return response
+
+
+DATABASE_DOWN = "The database is unavailable; try again shortly"
+# One warning line a second at most, however many requests an outage meets.
+_database_down = Throttled("database_unavailable")
+
+
+def _app_error(request: web.Request, exc: errors.AppError) -> web.Response:
+    response = error_response(request, exc.status, exc.name, exc.message)
+    if exc.retry_after is not None:
+        response.headers["Retry-After"] = str(exc.retry_after)
+    return response
 
 
 @web.middleware

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import time
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
 import msgspec
 import structlog
-from aiohttp.http_exceptions import HttpProcessingError
 
 _encoder = msgspec.json.Encoder()
 
@@ -52,7 +52,6 @@ def configure_logging(fmt: str, level: str, stream: TextIO | None = None) -> Non
     handler.setFormatter(
         _JsonFormatter() if fmt != "console" else logging.Formatter("%(name)s %(message)s")
     )
-    handler.addFilter(_redact_refused_requests)
     root = logging.getLogger()
     for old in [h for h in root.handlers if getattr(h, "flagstore", False)]:
         root.removeHandler(old)  # configured again (tests): replace ours, keep others'
@@ -74,14 +73,21 @@ class _JsonFormatter(logging.Formatter):
         return _encoder.encode(line).decode()
 
 
-def _redact_refused_requests(record: logging.LogRecord) -> bool:
-    """aiohttp logs a request its parser refused (a header or URL over 8,190 bytes, a broken
-    request line) with the exception, whose text quotes the start of the offending bytes: an
-    Authorization header, say. Keep the fact, drop the bytes."""
-    exc = record.exc_info[1] if record.exc_info else None
-    if isinstance(exc, HttpProcessingError):
-        record.msg = "request refused by the HTTP parser: %s (status %s)"
-        record.args = (type(exc).__name__, exc.code)
-        record.exc_info = None
-        record.exc_text = None
-    return True
+class Throttled:
+    """At most one line per `every` seconds for one kind of trouble (a database outage meets
+    every request); the next line carries how many were left out meanwhile."""
+
+    def __init__(self, event: str, every: float = 1.0) -> None:
+        self.event = event
+        self.every = every
+        self._last = -float("inf")
+        self._skipped = 0
+
+    def warning(self, **fields: Any) -> None:
+        now = time.monotonic()
+        if now - self._last < self.every:
+            self._skipped += 1
+            return
+        self._last = now
+        structlog.get_logger().warning(self.event, suppressed=self._skipped, **fields)
+        self._skipped = 0

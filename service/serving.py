@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import structlog
 from aiohttp import web
 
-from service import bootstrap, connections, migrations
+from service import bootstrap, connections, embedded, migrations, protocol
 from service.app import create_app
 from service.appkeys import LIFECYCLE
 from service.errors import ConfigError
@@ -36,7 +36,11 @@ def check_listen_address(host: str, port: int) -> None:
         raise ConfigError(f"cannot listen on HOST={host} PORT={port}: {exc}") from None
 
 
-async def serve(settings: Settings, dsn: str, *, migrate: bool = True) -> int:
+async def serve(
+    settings: Settings, dsn: str, *, migrate: bool = True, postmaster: int | None = None
+) -> int:
+    """Serve until SIGTERM or Ctrl-C (exit 0), or until the embedded PostgreSQL whose postmaster
+    is `postmaster` dies (exit 1, so that a supervisor starts us, and it, again)."""
     conn = await connections.connect(dsn)
     try:
         if migrate:
@@ -51,31 +55,77 @@ async def serve(settings: Settings, dsn: str, *, migrate: bool = True) -> int:
             file=sys.stderr,
             flush=True,
         )
+    open_files = protocol.raise_open_files_limit()
     app = create_app(settings, dsn)
-    # In-flight requests get SHUTDOWN_TIMEOUT_SECONDS in wait_idle below; aiohttp's own wait
-    # (applied twice: before and after cancelling a handler) only covers the stragglers.
-    app_runner = web.AppRunner(
-        app, handle_signals=False, access_log=None, shutdown_timeout=STRAGGLER_SECONDS
+    # In-flight requests get SHUTDOWN_TIMEOUT_SECONDS below; aiohttp's own wait (applied twice:
+    # before and after cancelling a handler) only covers the stragglers.
+    options = protocol.runner_options(settings, open_files)
+    runner = protocol.Runner(
+        app, handle_signals=False, shutdown_timeout=STRAGGLER_SECONDS, **options
     )
-    await app_runner.setup()
-    await web.TCPSite(app_runner, settings.host, settings.port).start()
-    log.info("listening", host=settings.host, port=settings.port)
+    await runner.setup()
+    await web.TCPSite(runner, settings.host, settings.port).start()
+    log.info(
+        "listening",
+        host=settings.host,
+        port=settings.port,
+        open_files=open_files,
+        max_connections=options["max_connections"],
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    lost = asyncio.Event()
+    watch = asyncio.create_task(_watch_postmaster(postmaster, lost, stop))
     await stop.wait()
-    app[LIFECYCLE].draining = True
-    log.info("draining", seconds=settings.shutdown_drain_seconds)
-    await asyncio.sleep(settings.shutdown_drain_seconds)
-    # Stop accepting, then let in-flight requests finish while their connections still read:
-    # cleanup() marks every connection as closing at once, and aiohttp then drops body bytes
-    # that arrive later (aio-libs/aiohttp#2298).
-    for site in list(app_runner.sites):
+    watch.cancel()
+    lifecycle = app[LIFECYCLE]
+    if settings.shutdown_drain_seconds and not lost.is_set():
+        # /ready 503 so that endpoints drop us; answers say Connection: close, so keep-alive
+        # clients reconnect, through the Service, to another replica.
+        lifecycle.draining = True
+        log.info("draining", seconds=settings.shutdown_drain_seconds)
+        await asyncio.sleep(settings.shutdown_drain_seconds)
+    # Stop accepting first: a client told to reconnect (Connection: close) from here on is
+    # refused, never accepted by the kernel and then reset with the listener. Then close the
+    # connections waiting for a request, and let requests in flight (or arriving on a
+    # connection) finish while their connections still read: cleanup() marks every
+    # connection as closing at once, and aiohttp then drops body bytes that arrive later
+    # (aio-libs/aiohttp#2298).
+    for site in list(runner.sites):
         await site.stop()
+    lifecycle.draining = True
+    closed = runner.guarded.close_idle()
     with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(settings.shutdown_timeout_seconds):
-            await app[LIFECYCLE].wait_idle()
-    await app_runner.cleanup()
-    log.info("stopped")
-    return 0
+            # Spread over every connection's state, which signals nothing: look every 10 ms.
+            while runner.guarded.busy or lifecycle.in_flight:  # noqa: ASYNC110
+                await asyncio.sleep(0.01)
+    await runner.cleanup()
+    log.info("stopped", idle_connections_closed=closed)
+    return 1 if lost.is_set() else 0
+
+
+POSTMASTER_CHECK_SECONDS = 1.0
+
+
+async def _watch_postmaster(pid: int | None, lost: asyncio.Event, stop: asyncio.Event) -> None:
+    """The embedded PostgreSQL is ours: if its postmaster dies (kill -9, the OOM killer), every
+    request would fail until someone restarted us. Notice within a second and stop, exiting
+    non-zero, so that the supervisor (systemd, Kubernetes, a shell loop) starts both again;
+    PostgreSQL's crash recovery then runs on that start. With DATABASE_URL there is nothing to
+    watch: an outage there is answered 503 and recovered from without a restart."""
+    if pid is None:
+        return
+    while True:
+        await asyncio.sleep(POSTMASTER_CHECK_SECONDS)
+        if not embedded.is_running(pid):
+            log.error(
+                "embedded_postgres_died",
+                postmaster_pid=pid,
+                action="exiting with code 1 so that a supervisor restarts the service",
+            )
+            lost.set()
+            stop.set()
+            return

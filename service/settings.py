@@ -15,6 +15,9 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
 ADMIN_TOKEN_PREFIX = "*:*."
+# Admin tokens chosen by an operator are stored as unsalted sha256 like every token: a short
+# secret could be found from a database dump by brute force.
+MIN_ADMIN_SECRET = 32
 
 Port = Annotated[int, msgspec.Meta(ge=0, le=65535)]
 Days = Annotated[int, msgspec.Meta(ge=1, le=36500)]
@@ -36,6 +39,21 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # and the pool adds at most a few seconds more.
     shutdown_timeout_seconds: Seconds = 10.0
     db_pool_size: Annotated[int, msgspec.Meta(ge=1, le=200)] = 10
+    # An idle keep-alive connection is closed after this long (Unleash/Node: 5 s; nginx: 75 s).
+    keepalive_timeout_seconds: Annotated[float, msgspec.Meta(ge=1, le=3600)] = 75.0
+    # From the first byte of a request, its line and headers must arrive within this long.
+    request_header_timeout_seconds: Annotated[float, msgspec.Meta(ge=1, le=600)] = 10.0
+    # Open client connections at most (further capped by the open-files limit); when full,
+    # the longest-idle connection is closed for a new one, or the new one gets a 503.
+    max_connections: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 10_000
+    # Sign-in attempts per minute from one client address, and for one account name.
+    login_rate_limit_per_address: Annotated[int, msgspec.Meta(ge=1, le=100_000)] = 10
+    login_rate_limit_per_account: Annotated[int, msgspec.Meta(ge=1, le=100_000)] = 10
+    # argon2 hashes computed at once (64 MiB and about 0.1 s of one core each).
+    password_hash_concurrency: Annotated[int, msgspec.Meta(ge=1, le=64)] = 1
+    # Behind N proxies that append to X-Forwarded-For, the client address is the Nth entry
+    # from the right; 0 (the default) uses the peer address and ignores the header.
+    trusted_proxy_hops: Annotated[int, msgspec.Meta(ge=0, le=10)] = 0
 
     @property
     def pg_data_dir(self) -> Path:
@@ -78,6 +96,12 @@ def _parse_admin_tokens(value: str) -> tuple[str, ...]:
             raise ConfigError(
                 "Invalid setting INIT_ADMIN_API_TOKENS: each token must have the form "
                 "'*:*.<secret>' with a non-empty secret"
+            )
+        if len(token) - len(ADMIN_TOKEN_PREFIX) < MIN_ADMIN_SECRET:
+            raise ConfigError(
+                "Invalid setting INIT_ADMIN_API_TOKENS: the secret after '*:*.' must be at least "
+                f"{MIN_ADMIN_SECRET} characters (tokens are stored as unsalted sha256, so a short "
+                "one could be guessed from a database dump); e.g. `openssl rand -hex 32`"
             )
     return tokens
 

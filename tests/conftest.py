@@ -12,19 +12,22 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from aiohttp import web
-from aiohttp.test_utils import TestClient
+from aiohttp.test_utils import TestClient, TestServer
 
-from service import auth, bootstrap, connections, embedded
+from service import auth, bootstrap, connections, embedded, protocol
 from service.app import create_app
+from service.appkeys import SETTINGS
 from service.auth import Principal
 from service.settings import Settings
 from tests.pg import PgServer, start_pg15, tune_for_tests
+from tests.processes import Harness
 
 if TYPE_CHECKING:
     import asyncpg
+    from aiohttp.web_runner import BaseRunner
 
-ADMIN_TOKEN = "*:*.test-admin-secret-0123456789"
-AiohttpClient = Callable[[web.Application], Awaitable[TestClient[Any, Any]]]
+ADMIN_TOKEN = "*:*.test-admin-secret-0123456789abcdefghijklmnop"
+AiohttpClient = Callable[[web.Application | TestServer], Awaitable[TestClient[Any, Any]]]
 
 
 @pytest.fixture(scope="session")
@@ -120,9 +123,28 @@ async def resolve_with_test_principals(pool: asyncpg.Pool, token: str) -> Princi
     return await auth.resolve_token(pool, token)
 
 
+class ServiceTestServer(TestServer):
+    """The application served as `serve` serves it: through service.protocol's Runner."""
+
+    async def _make_runner(self, **kwargs: Any) -> BaseRunner:
+        settings = self.app[SETTINGS]
+        options = protocol.runner_options(settings, protocol.raise_open_files_limit())
+        return protocol.Runner(self.app, **{**kwargs, **options})
+
+
 @pytest.fixture
 async def client(app: web.Application, aiohttp_client: AiohttpClient) -> TestClient[Any, Any]:
-    return await aiohttp_client(app)
+    return await aiohttp_client(ServiceTestServer(app))
 
 
 ADMIN = {"Authorization": ADMIN_TOKEN}
+
+
+@pytest.fixture
+def harness() -> Iterator[Harness]:
+    """Every process and directory a process test creates, removed at its end."""
+    harness = Harness()
+    try:
+        yield harness
+    finally:
+        harness.cleanup()

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import os
 import pwd
 import shutil
+import socket
 import subprocess
 import tempfile
 from pathlib import Path
@@ -137,3 +139,57 @@ def start_pg15() -> PgServer | None:
     stop = [str(PG15_BIN / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"]
     asyncio.run(tune_for_tests(dsn))
     return PgServer(dsn, "pg15", stop, base)
+
+
+class Cluster:
+    """A throwaway PostgreSQL 15 on a TCP port of its own, to stop, kill and start again while
+    a service uses it (outage tests); its own, so that no other test loses its server."""
+
+    def __init__(self) -> None:
+        self.base = Path(tempfile.mkdtemp(prefix="pgc-", dir="/tmp"))
+        self.base.chmod(0o777)
+        self.data = self.base / "data"
+        self.port = _free_port()
+        self.user = _pg_user()
+        subprocess.run(
+            [str(PG15_BIN / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust"],
+            check=True,
+            capture_output=True,
+            user=self.user,
+        )
+        self.start()
+        asyncio.run(tune_for_tests(self.admin_dsn))
+
+    @property
+    def admin_dsn(self) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    def dsn(self, database: str) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+
+    def _ctl(self, *args: str) -> None:
+        subprocess.run(
+            [str(PG15_BIN / "pg_ctl"), "-D", str(self.data), "-w", *args],
+            check=True,
+            capture_output=True,
+            user=self.user,
+        )
+
+    def start(self) -> None:
+        options = f"-F -h 127.0.0.1 -p {self.port} -k {self.base}"
+        self._ctl("-l", str(self.base / "log"), "-o", options, "start")
+
+    def stop(self, mode: str = "fast") -> None:
+        self._ctl("-m", mode, "stop")
+
+    def destroy(self) -> None:
+        with contextlib.suppress(subprocess.CalledProcessError):
+            self.stop("immediate")
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port

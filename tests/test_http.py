@@ -7,6 +7,7 @@ import io
 import json
 import re
 import uuid
+import zlib
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -367,6 +368,77 @@ async def test_an_escaped_backslash_before_u0000_is_just_text(client: Client) ->
     assert (await resp.json())["tokenName"] == "a\\u0000b"
 
 
+def deflate(data: bytes, wbits: int) -> bytes:
+    packer = zlib.compressobj(wbits=wbits)
+    return packer.compress(data) + packer.flush()
+
+
+FLAGS = "/api/admin/projects/default/features"
+
+
+@pytest.mark.parametrize(
+    ("encoding", "wbits"),
+    [("gzip", 16 + zlib.MAX_WBITS), ("x-gzip", 31), ("deflate", 15), ("DEFLATE", -15)],
+)
+async def test_compressed_bodies_are_read(client: Client, encoding: str, wbits: int) -> None:
+    body = deflate(json.dumps({"name": f"zipped-{wbits}"}).encode(), wbits)
+    headers = {**ADMIN, **JSON, "Content-Encoding": encoding}
+    resp = await client.post(FLAGS, data=body, headers=headers)
+    assert resp.status == 200, await resp.text()
+    assert (await resp.json())["name"] == f"zipped-{wbits}"
+
+
+@pytest.fixture(scope="module")
+def gzip_bomb() -> bytes:
+    """One gzip member of 1 MiB + 1 zero bytes... up to 64 MiB: far past the body limit."""
+    packer = zlib.compressobj(9, wbits=31)
+    chunk = b"\0" * 2**20
+    return b"".join(packer.compress(chunk) for _ in range(64)) + packer.flush()
+
+
+async def test_a_body_that_inflates_past_the_limit_is_413_without_inflating_it(
+    client: Client, gzip_bomb: bytes
+) -> None:
+    headers = {**ADMIN, **JSON, "Content-Encoding": "gzip"}
+    resp = await client.post(FLAGS, data=gzip_bomb, headers=headers)
+    message = await error_of(resp, 413, "PayloadTooLargeError")
+    assert message == "The request body is larger than 1048576 bytes once decompressed"
+    just_over = deflate(b" " * (2**20 + 1), 31)
+    resp = await client.post(FLAGS, data=just_over, headers=headers)
+    await error_of(resp, 413, "PayloadTooLargeError")
+
+
+async def test_a_compressed_body_is_not_inflated_before_authentication(
+    client: Client, gzip_bomb: bytes
+) -> None:
+    resp = await client.post(FLAGS, data=gzip_bomb, headers={**JSON, "Content-Encoding": "gzip"})
+    await error_of(resp, 401, "AuthenticationRequired")
+
+
+@pytest.mark.parametrize(
+    ("encoding", "body", "status", "message"),
+    [
+        (
+            "br",
+            b"{}",
+            415,
+            "The Content-Encoding 'br' is not supported: send gzip, deflate or none",
+        ),
+        ("gzip, gzip", b"{}", 415, "The Content-Encoding 'gzip, gzip' is not supported"),
+        ("gzip", deflate(b'{"name": "cut-short"}', 31)[:-6], 400, "The request body is not one"),
+        ("gzip", deflate(b"{}", 31) * 2, 400, "The request body is not one complete gzip stream"),
+    ],
+    ids=["brotli", "twice", "truncated", "two-members"],
+)
+async def test_bodies_with_an_encoding_that_cannot_be_read_are_refused(
+    client: Client, encoding: str, body: bytes, status: int, message: str
+) -> None:
+    headers = {**ADMIN, **JSON, "Content-Encoding": encoding}
+    resp = await client.post(FLAGS, data=body, headers=headers)
+    name = "ContentTypeerror" if status == 415 else "ValidationError"
+    assert (await error_of(resp, status, name)).startswith(message)
+
+
 async def test_a_body_that_does_not_match_its_encoding_is_400(client: Client) -> None:
     resp = await client.post(
         "/api/admin/api-tokens",
@@ -431,19 +503,92 @@ async def test_probes_answer_head(client: Client, path: str) -> None:
     assert resp.status == 200
 
 
-async def test_a_refused_oversized_header_is_logged_without_its_bytes(
-    app: web.Application, aiohttp_client: AiohttpClient, capfd: pytest.CaptureFixture[str]
+async def raw_exchange(client: Client, request: bytes) -> bytes:
+    """Send bytes as they are and read the whole answer (the server closes after it)."""
+    reader, writer = await asyncio.open_connection(client.server.host, client.server.port)
+    writer.write(request)
+    await writer.drain()
+    answer = await asyncio.wait_for(reader.read(), 10)
+    writer.close()
+    return answer
+
+
+def error_of_raw(answer: bytes, status: int, name: str) -> str:
+    head, _, body = answer.partition(b"\r\n\r\n")
+    # aiohttp answers a request it could not parse as HTTP/1.0, which closes after the answer.
+    assert head.startswith((f"HTTP/1.0 {status} ".encode(), f"HTTP/1.1 {status} ".encode()))
+    assert b"Content-Type: application/json" in head
+    assert head.startswith(b"HTTP/1.0") or b"Connection: close" in head
+    error = json.loads(body)
+    assert set(error) == {"id", "name", "message"}
+    assert error["name"] == name
+    return str(error["message"])
+
+
+OVERSIZED = "*:*.oversized-" + "s" * 9000
+
+
+@pytest.mark.parametrize(
+    ("request_bytes", "status", "name", "message"),
+    [
+        (
+            f"GET /api/admin/api-tokens HTTP/1.1\r\nHost: x\r\nAuthorization: {OVERSIZED}\r\n\r\n",
+            431,
+            "RequestHeaderFieldsTooLarge",
+            "The request line or a header is longer than 8190 bytes",
+        ),
+        (
+            f"GET /{'oversized' * 1000} HTTP/1.1\r\nHost: x\r\n\r\n",
+            431,
+            "RequestHeaderFieldsTooLarge",
+            "The request line or a header is longer than 8190 bytes",
+        ),
+        (
+            (
+                "GET /health HTTP/1.1\r\nHost: x\r\nAuthorization: *:*.oversized\r\n"
+                "Content-Length: oversized\r\n\r\n"
+            ),
+            400,
+            "BadRequest",
+            "The request is not valid HTTP/1.1 (",
+        ),
+        (
+            "OVERSIZED\x01 / HTTP/1.1\r\n\r\n",
+            400,
+            "BadRequest",
+            "The request is not valid HTTP/1.1 (",
+        ),
+        (
+            (
+                "POST /api/admin/api-tokens HTTP/1.1\r\nHost: x\r\n"
+                "Authorization: *:*.oversized\r\nTransfer-Encoding: chunked\r\n\r\n"
+                "zz-oversized\r\n"
+            ),
+            400,
+            "BadRequest",
+            "The request is not valid HTTP/1.1 (",
+        ),
+    ],
+    ids=["header", "request-line", "content-length", "method", "chunk-size"],
+)
+async def test_requests_the_http_parser_refuses_get_a_json_error_that_quotes_nothing(
+    client: Client,
+    capfd: pytest.CaptureFixture[str],
+    *,
+    request_bytes: str,
+    status: int,
+    name: str,
+    message: str,
 ) -> None:
-    configure_logging("json", "info", io.StringIO())
-    client = await aiohttp_client(app)
-    secret = "*:*.oversized-" + "s" * 9000
-    resp = await client.get("/api/admin/api-tokens", headers={"Authorization": secret})
-    assert resp.status == 400  # aiohttp's parser answers before any middleware runs
-    err = capfd.readouterr().err
-    assert "request refused by the HTTP parser" in err
-    assert "oversized" not in err
-    line = next(json.loads(x) for x in err.splitlines() if "refused" in x)
-    assert (line["logger"], line["level"]) == ("aiohttp.server", "error")
+    logs = io.StringIO()
+    configure_logging("json", "info", logs)
+    answer = await raw_exchange(client, request_bytes.encode())
+    assert error_of_raw(answer, status, name).startswith(message)
+    assert b"oversized" not in answer.lower()
+    lines = [json.loads(x) for x in logs.getvalue().splitlines()]
+    requests = [(x["status"], x["error"]) for x in lines if x["event"] == "request"]
+    assert requests == [(status, name)]
+    assert "oversized" not in logs.getvalue().lower() + capfd.readouterr().err.lower()
 
 
 async def test_api_tokens_may_be_deleted_by_secret_which_is_not_logged(

@@ -16,7 +16,7 @@ from service import connections, store
 from service.users import importer
 from service.users.events import UserCreated
 from tests.factories import TEST_ACTOR
-from tests.test_process import run_cli
+from tests.processes import run_cli
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -129,7 +129,8 @@ async def test_imported_users_keep_their_dates_and_can_sign_in(
     assert "imported 2 users, skipped 0" in result.stderr
     body = await (
         await client.get(
-            "/api/admin/user-admin", headers={"Authorization": "*:*.test-admin-secret-0123456789"}
+            "/api/admin/user-admin",
+            headers={"Authorization": "*:*.test-admin-secret-0123456789abcdefghijklmnop"},
         )
     ).json()
     old = next(u for u in body["users"] if u.get("email") == "old@example.com")

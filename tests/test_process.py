@@ -5,252 +5,43 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import re
-import shutil
 import signal
 import socket
-import subprocess
-import sys
-import tempfile
 import time
-import uuid
-from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import asyncpg
-import psutil
 import pytest
 
 from service import embedded, migrations
-from service.settings import Settings
+from tests.processes import (
+    GENERATED_TOKEN,
+    Harness,
+    assert_error_body,
+    assert_no_postgres,
+    call,
+    free_port,
+    postmaster_pid,
+    run_cli,
+    stop,
+    wait_exit,
+    wait_refused,
+)
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterator
-
     from tests.pg import PgServer
 
 pytestmark = pytest.mark.process
 
-ROOT = Path(__file__).resolve().parent.parent
-GENERATED_TOKEN = re.compile(r"\*:\*\.[0-9a-f]{64}(?![0-9a-f])")
 CLIENT_SECRET = re.compile(r"^\*:development\.[0-9a-f]{64}$")
-START_TIMEOUT = 30.0
-STOP_TIMEOUT = 20.0
-CLI_TIMEOUT = 60.0
 DRAIN_SECONDS = 1.0
 SHUTDOWN_TIMEOUT = 3.0  # in-flight requests get this long after the drain
 
 
-# --- helpers ----------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-@dataclass
-class Server:
-    proc: subprocess.Popen[bytes]
-    port: int
-    stdout_path: Path
-    stderr_path: Path
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def stdout(self) -> str:
-        return self.stdout_path.read_text(encoding="utf-8")
-
-    def stderr(self) -> str:
-        return self.stderr_path.read_text(encoding="utf-8")
-
-    def log_lines(self) -> list[dict[str, Any]]:
-        """Every stdout line is a JSON log record (LOG_FORMAT=json); read after exit."""
-        return [json.loads(line) for line in self.stdout().splitlines()]
-
-    def generated_token(self) -> str:
-        """The one admin token serve printed on stderr (exactly one line carries it)."""
-        lines = [line for line in self.stderr().splitlines() if GENERATED_TOKEN.search(line)]
-        assert len(lines) == 1, self.stderr()
-        (token,) = GENERATED_TOKEN.findall(lines[0])
-        assert lines[0].endswith(token)
-        return str(token)
-
-
-def run_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "service", *args],
-        cwd=ROOT,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=CLI_TIMEOUT,
-        check=False,
-    )
-
-
-def stop_postgres(pgdata: Path) -> None:
-    """Terminate (then kill) any postgres left serving pgdata."""
-    procs = embedded.postgres_processes(pgdata)
-    for proc in procs:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            proc.terminate()
-    _, alive = psutil.wait_procs(procs, timeout=5)
-    for proc in alive:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            proc.kill()
-
-
-class Harness:
-    """Owns every process and directory a test creates; cleanup() leaves no orphans."""
-
-    def __init__(self) -> None:
-        self.dirs: list[Path] = []
-        self.procs: list[subprocess.Popen[bytes]] = []
-        self.logs = self.new_dir()
-
-    def new_dir(self) -> Path:
-        path = Path(tempfile.mkdtemp(prefix="fl-", dir="/tmp")).resolve()
-        self.dirs.append(path)
-        return path
-
-    def env(self, data_dir: Path, **extra: str) -> dict[str, str]:
-        env = dict(os.environ)
-        for name in Settings.__struct_fields__:  # DATABASE_URL among them: embedded by default
-            env.pop(name.upper(), None)
-        env.update(HOST="127.0.0.1", LOG_FORMAT="json", DATA_DIR=str(data_dir))
-        env.update(extra)
-        return env
-
-    def start(self, data_dir: Path, **extra: str) -> Server:
-        port = free_port()
-        env = self.env(data_dir, PORT=str(port), **extra)
-        number = len(self.procs) + 1
-        out, err = self.logs / f"serve-{number}.out", self.logs / f"serve-{number}.err"
-        with out.open("wb") as stdout, err.open("wb") as stderr:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "service", "serve"],
-                cwd=ROOT,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=stdout,
-                stderr=stderr,
-            )
-        self.procs.append(proc)
-        return Server(proc, port, out, err)
-
-    async def serve(self, data_dir: Path, **extra: str) -> Server:
-        server = self.start(data_dir, **extra)
-        await wait_ready(server)
-        return server
-
-    async def cli(
-        self, data_dir: Path, *args: str, **extra: str
-    ) -> subprocess.CompletedProcess[str]:
-        return await asyncio.to_thread(run_cli, self.env(data_dir, **extra), *args)
-
-    def cleanup(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.kill()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=10)
-        for path in self.dirs:
-            stop_postgres(path / "pg")
-            shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture
-def harness() -> Iterator[Harness]:
-    harness = Harness()
-    try:
-        yield harness
-    finally:
-        harness.cleanup()
-
-
-@contextlib.asynccontextmanager
-async def client() -> AsyncIterator[aiohttp.ClientSession]:
-    """A session that opens a new connection for every request."""
-    async with aiohttp.ClientSession(
-        connector=aiohttp.TCPConnector(force_close=True),
-        timeout=aiohttp.ClientTimeout(total=10),
-    ) as session:
-        yield session
-
-
-async def call(
-    method: str, url: str, *, token: str | None = None, body: Any = None
-) -> tuple[int, Any]:
-    headers = {"Authorization": token} if token is not None else {}
-    async with client() as session, session.request(method, url, headers=headers, json=body) as r:
-        return r.status, await r.json()
-
-
-async def wait_ready(server: Server) -> None:
-    deadline = time.monotonic() + START_TIMEOUT
-    async with client() as session:
-        while True:
-            code = server.proc.poll()
-            if code is not None:
-                pytest.fail(f"serve exited with {code} before it was ready:\n{server.stderr()}")
-            with contextlib.suppress(aiohttp.ClientError, TimeoutError):
-                async with session.get(f"{server.url}/ready") as resp:
-                    if resp.status == 200:
-                        return
-            if time.monotonic() > deadline:
-                pytest.fail(f"/ready not 200 within {START_TIMEOUT} s:\n{server.stderr()}")
-            await asyncio.sleep(0.05)
-
-
-async def wait_exit(server: Server, timeout: float = STOP_TIMEOUT) -> int:
-    deadline = time.monotonic() + timeout
-    while (code := server.proc.poll()) is None:
-        if time.monotonic() > deadline:
-            pytest.fail(f"serve did not exit within {timeout} s of the signal:\n{server.stderr()}")
-        await asyncio.sleep(0.05)
-    return code
-
-
-async def stop(server: Server, sig: signal.Signals = signal.SIGTERM) -> int:
-    server.proc.send_signal(sig)
-    return await wait_exit(server)
-
-
-async def assert_no_postgres(data_dir: Path) -> None:
-    """No postgres serves data_dir/pg (a postmaster that is just exiting gets a moment)."""
-    pgdata = data_dir / "pg"
-    deadline = time.monotonic() + 3
-    while (left := embedded.postgres_processes(pgdata)) and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-    assert left == [], [p.info for p in left]
-
-
-async def wait_refused(port: int) -> None:
-    """Until a new connection to port is refused (the listener is closed)."""
-    deadline = time.monotonic() + 5
-    while True:
-        try:
-            _, probe = await asyncio.open_connection("127.0.0.1", port)
-        except ConnectionRefusedError:
-            return
-        probe.close()
-        await probe.wait_closed()
-        assert time.monotonic() < deadline, f"port {port} still accepts connections"
-        await asyncio.sleep(0.05)
-
-
-def postmaster_pid(data_dir: Path) -> int:
-    return int((data_dir / "pg" / "postmaster.pid").read_text().splitlines()[0])
+# --- helpers ---------------------------------------------------------------------------------
 
 
 def assert_timestamp(value: Any) -> None:
@@ -272,13 +63,6 @@ def admin_token_json(token_id: int, hint: str, created_at: str) -> dict[str, Any
         "createdAt": created_at,
         "expiresAt": None,
     }
-
-
-def assert_error_body(body: Any, name: str, message: str) -> None:
-    assert isinstance(body, dict)
-    assert set(body) == {"id", "name", "message"}
-    uuid.UUID(body["id"])
-    assert (body["name"], body["message"]) == (name, message)
 
 
 # --- tests ------------------------------------------------------------------------------------
@@ -536,11 +320,10 @@ def test_bad_setting_exits_2_naming_it(harness: Harness, name: str, value: str) 
 
 async def test_database_url_on_postgresql_15(harness: Harness, pg15: PgServer) -> None:
     dsn = await pg15.new_database()
-    admin = "*:*.pg15-secret-abc"
+    admin = "*:*.pg15-secret-abc-0123456789abcdefghijkl"
     try:
         data_dir = harness.new_dir()
-        settings = {"DATABASE_URL": dsn, "INIT_ADMIN_API_TOKENS": admin}
-        server = await harness.serve(data_dir, **settings)
+        server = await harness.serve(data_dir, DATABASE_URL=dsn, INIT_ADMIN_API_TOKENS=admin)
         assert "created one" not in server.stderr()
         assert await call("GET", f"{server.url}/ready") == (200, {"health": "GOOD"})
         status, body = await call("GET", f"{server.url}/api/admin/api-tokens", token=admin)
@@ -550,7 +333,7 @@ async def test_database_url_on_postgresql_15(harness: Harness, pg15: PgServer) -
             "tokens": [admin_token_json(body["tokens"][0]["id"], "*:*.********", created_at)]
         }
 
-        verify = await harness.cli(data_dir, "verify", **settings)
+        verify = await harness.cli(data_dir, "verify", DATABASE_URL=dsn)
         assert verify.returncode == 0, verify.stdout + verify.stderr
         assert verify.stdout.splitlines()[-1] == "verify: OK"
 

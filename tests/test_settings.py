@@ -19,6 +19,9 @@ def test_defaults() -> None:
     assert settings.init_admin_api_tokens == ()
 
 
+ONE, TWO = "*:*.one-" + "a" * 32, "*:*.two-" + "b" * 32
+
+
 def test_values_are_read_and_converted() -> None:
     settings = load_settings(
         {
@@ -26,14 +29,17 @@ def test_values_are_read_and_converted() -> None:
             "PORT": "8080",
             "DATABASE_URL": "postgresql://db/flags",
             "DATA_DIR": "/var/lib/flags",
-            "INIT_ADMIN_API_TOKENS": "*:*.one, *:*.two",
+            "INIT_ADMIN_API_TOKENS": f" {ONE}, {TWO}",
             "LOG_FORMAT": "console",
             "LOG_LEVEL": "DEBUG",
             "USER_INACTIVITY_THRESHOLD_IN_DAYS": "30",
         }
     )
     assert settings.port == 8080
-    assert settings.init_admin_api_tokens == ("*:*.one", "*:*.two")
+    assert settings.init_admin_api_tokens == (
+        "*:*.one-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+        "*:*.two-bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",
+    )
     assert settings.log_level == "debug"
     assert settings.user_inactivity_threshold_in_days == 30
 
@@ -58,6 +64,13 @@ def test_a_bad_value_names_the_variable(name: str, value: str) -> None:
 def test_init_admin_tokens_must_be_admin_tokens(value: str) -> None:
     with pytest.raises(ConfigError, match="INIT_ADMIN_API_TOKENS"):
         load_settings({"INIT_ADMIN_API_TOKENS": value})
+
+
+@pytest.mark.parametrize("secret", ["x", "short-secret", "a" * 31])
+def test_an_init_admin_token_shorter_than_32_characters_is_refused(secret: str) -> None:
+    with pytest.raises(ConfigError, match=r"at least 32 characters .*unsalted sha256"):
+        load_settings({"INIT_ADMIN_API_TOKENS": f"*:*.{'a' * 40},*:*.{secret}"})
+    assert load_settings({"INIT_ADMIN_API_TOKENS": "*:*." + "a" * 32}).init_admin_api_tokens
 
 
 @given(st.integers(min_value=0, max_value=65535))

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-TOKEN = "*:*.ab-admin-token-0123456789abcdef"
+TOKEN = "*:*.ab-admin-token-0123456789abcdef-0123"
 EXPIRES = "2099-01-01T00:00:00Z"
 FRESH_NAMES = """
 local counter = 0

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Final
 
 import structlog
 
-from service import store
+from service import connections, store
 from service.events import SYSTEM
+from service.logs import Throttled
 from service.users import domain
 
 if TYPE_CHECKING:
@@ -20,6 +21,7 @@ log = structlog.get_logger()
 
 FLUSH_SECONDS: Final = 2.0
 STREAM: Final = ("token-usage", "personal-access-tokens")
+_unavailable = Throttled("token_usage_database_unavailable", every=10.0)
 
 
 class TokenUsage:
@@ -54,5 +56,8 @@ class TokenUsage:
                 await asyncio.wait_for(stop.wait(), FLUSH_SECONDS)
             try:
                 await self.flush(pool)
-            except Exception:
-                log.exception("token_usage_flush_failed")
+            except Exception as exc:
+                if not connections.is_unavailable(exc):
+                    log.exception("token_usage_flush_failed")
+                else:  # kept in memory; the next flush after the outage writes it
+                    _unavailable.warning(error=type(exc).__name__)

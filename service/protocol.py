@@ -1,0 +1,257 @@
+"""The HTTP connection layer under aiohttp's application: what a hostile or careless client can
+do to connections rather than to routes.
+
+- A request's line and headers must arrive within `request_header_timeout_seconds` of its first
+  byte (slowloris); otherwise 408 and the connection is closed. Idle keep-alive connections are
+  closed by aiohttp after `keepalive_timeout_seconds`.
+- At most `max_connections` open connections (further bounded by the open-files limit, which is
+  raised to its hard limit at start): a new connection beyond it closes the longest-idle one,
+  or, when none is idle, is answered 503 and closed. It is never left to fail accept().
+- Requests aiohttp's parser refuses (a line or header over 8,190 bytes, bad framing) get the
+  usual JSON error body, and neither the answer nor the log quotes the request's bytes.
+- At shutdown, idle connections are closed at once; busy ones are answered (with
+  `Connection: close`, see http.request_context) and then close.
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import structlog
+from aiohttp import web
+from aiohttp.http_exceptions import LineTooLong
+
+from service.logs import Throttled
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from aiohttp.web_request import BaseRequest
+
+    from service.settings import Settings
+
+log = structlog.get_logger()
+_encoder = msgspec.json.Encoder()
+
+# File descriptors kept free for everything that is not a client connection: the database pool,
+# the LISTEN connection, log files, the interpreter's own.
+FD_RESERVE = 64
+_full = Throttled("connections_full")
+
+
+def raise_open_files_limit() -> int:
+    """Raise the soft open-files limit to the hard one (many systems start processes at 1,024
+    while allowing far more); return the soft limit now in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY:
+        hard = max(soft, 1_048_576)
+    if soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError):  # a container may refuse; keep what we have
+            pass
+    return soft
+
+
+def connection_limit(wanted: int, open_files: int, pool_size: int) -> int:
+    """The connections we may hold: the setting, unless the open-files limit allows fewer."""
+    return max(1, min(wanted, open_files - FD_RESERVE - 2 * pool_size))
+
+
+def error_bytes(status: int, reason: str, name: str, message: str) -> bytes:
+    """A complete HTTP/1.1 answer with the JSON error body, for the cases without a request."""
+    body = _encoder.encode({"id": str(uuid.uuid4()), "name": name, "message": message})
+    head = (
+        f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    )
+    return head.encode() + body
+
+
+class Connection(web.RequestHandler):
+    """aiohttp's protocol for one connection, plus the head timeout and idle bookkeeping."""
+
+    __slots__ = ("_head_timer", "idle_since")
+
+    def __init__(self, manager: GuardedServer, **kwargs: Any) -> None:
+        super().__init__(manager, **kwargs)
+        self._head_timer: asyncio.TimerHandle | None = None
+        self.idle_since = time.monotonic()
+
+    @property
+    def waiting(self) -> bool:
+        """Between requests: no request handled, none queued (a partial one may be arriving)."""
+        waiter = self._waiter
+        return waiter is not None and not waiter.done() and not self._messages
+
+    @property
+    def idle(self) -> bool:
+        """Waiting, and not a byte of the next request received: safe to close."""
+        return self.waiting and self._head_timer is None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        manager = self._manager
+        assert isinstance(manager, GuardedServer)
+        manager.admit(self)
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if not data:
+            return
+        if self.waiting:
+            if self._head_timer is None:  # the first byte of a request: the head's clock starts
+                manager = self._manager
+                assert isinstance(manager, GuardedServer)
+                self._head_timer = self._loop.call_later(manager.head_timeout, self._head_late)
+        else:
+            self._stop_head_timer()
+        self.idle_since = time.monotonic()
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self._stop_head_timer()
+        super().connection_lost(exc)
+
+    def _stop_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_late(self) -> None:
+        self._head_timer = None
+        if not self.waiting or self.transport is None:
+            return
+        message = "The request's line and headers did not arrive in time"
+        self.transport.write(error_bytes(408, "Request Timeout", "RequestTimeout", message))
+        log.info("request", method=None, path=None, status=408, error="RequestTimeout")
+        self.force_close()
+
+    def close_if_idle(self) -> bool:
+        if self.idle:
+            self.force_close()
+            return True
+        return False
+
+    def handle_error(
+        self,
+        request: BaseRequest,  # noqa: ARG002 - aiohttp's signature; nothing of it is echoed
+        status: int = 500,
+        exc: BaseException | None = None,
+        message: str | None = None,
+    ) -> web.StreamResponse:
+        """aiohttp's own error answers (the parser refused the request, mostly): the JSON body
+        every error has, naming what was wrong but never quoting the request."""
+        del message  # aiohttp's message quotes the offending bytes
+        if isinstance(exc, LineTooLong):
+            status, name = 431, "RequestHeaderFieldsTooLarge"
+            text = f"The request line or a header is longer than {self.max_field_size} bytes"
+        elif status < 500:
+            name = "BadRequest"
+            reason = type(exc).__name__ if exc is not None else "malformed request"
+            text = f"The request is not valid HTTP/1.1 ({reason})"
+        else:
+            name, text = "InternalError", "Unexpected error while handling the request"
+        error_id = str(uuid.uuid4())
+        log.info("request", method=None, path=None, status=status, error=name, error_id=error_id)
+        response = web.Response(
+            body=_encoder.encode({"id": error_id, "name": name, "message": text}),
+            status=status,
+            content_type="application/json",
+        )
+        response.force_close()
+        return response
+
+
+class GuardedServer(web.Server):
+    """aiohttp's Server building Connection protocols, with the connection limit."""
+
+    def __init__(
+        self,
+        handler: Any,
+        *,
+        request_factory: Any,
+        head_timeout: float,
+        max_connections: int,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(handler, request_factory=request_factory, **kwargs)
+        self.head_timeout = head_timeout
+        self.max_connections = max_connections
+        # What aiohttp's Server gives each RequestHandler: all but its own arguments.
+        self._handler_kwargs = {
+            k: v for k, v in kwargs.items() if k not in ("handler_cancellation", "loop")
+        }
+
+    def __call__(self) -> Connection:
+        return Connection(self, loop=self._loop, **self._handler_kwargs)
+
+    def admit(self, newcomer: Connection) -> None:
+        """Over the limit: close the longest-idle other connection, or refuse the newcomer."""
+        if len(self._connections) <= self.max_connections:
+            return
+        idle = [c for c in self._connections if c is not newcomer and isinstance(c, Connection)]
+        idle = [c for c in idle if c.idle]
+        if idle:
+            min(idle, key=lambda c: c.idle_since).force_close()
+            _full.warning(limit=self.max_connections, action="closed_idle")
+            return
+        _full.warning(limit=self.max_connections, action="refused")
+        if newcomer.transport is not None:
+            message = "Too many open connections; try again shortly"
+            newcomer.transport.write(
+                error_bytes(503, "Service Unavailable", "ServiceUnavailable", message)
+            )
+        newcomer.force_close()
+
+    def close_idle(self) -> int:
+        """Close every idle connection (shutdown); the number closed."""
+        return sum(c.close_if_idle() for c in list(self._connections) if isinstance(c, Connection))
+
+    @property
+    def busy(self) -> bool:
+        """Some connection is handling a request or receiving one."""
+        return any(isinstance(c, Connection) and not c.idle for c in list(self._connections))
+
+
+class Runner(web.AppRunner):
+    """AppRunner serving through GuardedServer."""
+
+    def __init__(
+        self, app: web.Application, *, head_timeout: float, max_connections: int, **kwargs: Any
+    ) -> None:
+        super().__init__(app, **kwargs)
+        self._guard = {"head_timeout": head_timeout, "max_connections": max_connections}
+
+    async def _make_server(self) -> web.Server:
+        plain = await super()._make_server()  # runs the application's startup
+        return GuardedServer(
+            plain.request_handler,
+            request_factory=plain.request_factory,
+            head_timeout=float(self._guard["head_timeout"]),
+            max_connections=int(self._guard["max_connections"]),
+            **self._kwargs,
+        )
+
+    @property
+    def guarded(self) -> GuardedServer:
+        server = self.server
+        assert isinstance(server, GuardedServer)
+        return server
+
+
+def runner_options(settings: Settings, open_files: int) -> dict[str, Any]:
+    """Runner's keyword arguments for these settings (serving and the in-process tests)."""
+    return {
+        "head_timeout": settings.request_header_timeout_seconds,
+        "max_connections": connection_limit(
+            settings.max_connections, open_files, settings.db_pool_size
+        ),
+        "keepalive_timeout": settings.keepalive_timeout_seconds,
+        "auto_decompress": False,  # http.read_json inflates, bounded, only where a body is read
+        "access_log": None,  # http.request_context writes the one line per request
+    }
