@@ -25,7 +25,7 @@ from service.appkeys import (
 )
 from service.errors import NotReady
 from service.features.handlers import clone, dependencies, flags, segments, strategies, tags
-from service.http import MIDDLEWARES, Route, json_response
+from service.http import BODY_LIMIT, MIDDLEWARES, Route, json_response
 from service.projects import handlers as projects
 from service.users.failures import FAILED_SIGN_INS, FailedSignIns
 from service.users.handlers import inactive, search, service_accounts, sessions, tokens, users
@@ -90,7 +90,7 @@ def create_app(
     async_projections: bool = True,
     resolver: Resolver = auth.resolve_token,
 ) -> web.Application:
-    app = web.Application(middlewares=MIDDLEWARES)
+    app = web.Application(middlewares=MIDDLEWARES, client_max_size=BODY_LIMIT)
     app[SETTINGS] = settings
     app[RESOLVER] = resolver
     app[LIFECYCLE] = Lifecycle()
