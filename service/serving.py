@@ -81,11 +81,12 @@ async def serve(
     await stop.wait()
     watch.cancel()
     lifecycle = app[LIFECYCLE]
+    if not lost.is_set():
+        log.info("draining", seconds=settings.shutdown_drain_seconds)
     if settings.shutdown_drain_seconds and not lost.is_set():
         # /ready 503 so that endpoints drop us; answers say Connection: close, so keep-alive
         # clients reconnect, through the Service, to another replica.
         lifecycle.draining = True
-        log.info("draining", seconds=settings.shutdown_drain_seconds)
         await asyncio.sleep(settings.shutdown_drain_seconds)
     # Stop accepting first: a client told to reconnect (Connection: close) from here on is
     # refused, never accepted by the kernel and then reset with the listener. Then close the
