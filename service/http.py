@@ -30,6 +30,7 @@ from service.appkeys import (
 )
 from service.auth import Principal
 from service.logs import Throttled
+from service.protocol import Connection
 
 if TYPE_CHECKING:
     from service.connections import Conn
@@ -169,13 +170,20 @@ async def request_context(request: web.Request, handler: Handler) -> web.StreamR
         response = await handler(request)
         status = response.status
         response.headers["X-Request-Id"] = request_id
-        if lifecycle.draining:  # the client should take its next request elsewhere
-            response.force_close()
+        if lifecycle.draining and not _has_queued(request):
+            response.force_close()  # the client should take its next request elsewhere
         return response
     finally:
         lifecycle.finished()
         _log_request(request, status, (time.perf_counter() - started) * 1000)
         structlog.contextvars.clear_contextvars()
+
+
+def _has_queued(request: web.Request) -> bool:
+    """More requests arrived on this connection behind this one: they are answered too before
+    it closes (pipelining), so this answer does not say Connection: close yet."""
+    connection = request.protocol
+    return isinstance(connection, Connection) and connection.queued
 
 
 def redact_path(path: str) -> str:

@@ -90,6 +90,11 @@ class Connection(web.RequestHandler):
         return waiter is not None and not waiter.done() and not self._messages
 
     @property
+    def queued(self) -> bool:
+        """Requests received whole and waiting for their turn (pipelined)."""
+        return bool(self._messages)
+
+    @property
     def idle(self) -> bool:
         """Waiting, and not a byte of the next request received: safe to close."""
         return self.waiting and self._head_timer is None

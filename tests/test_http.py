@@ -503,6 +503,17 @@ async def test_probes_answer_head(client: Client, path: str) -> None:
     assert resp.status == 200
 
 
+async def test_when_stopping_pipelined_requests_are_all_answered_the_last_closing(
+    client: Client, app: web.Application
+) -> None:
+    app[LIFECYCLE].draining = True
+    one = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+    answer = await raw_exchange(client, one * 3)
+    heads = [part.split(b"\r\n\r\n")[0] for part in answer.split(b"HTTP/1.1 ")[1:]]
+    assert [h.startswith(b"200 OK") for h in heads] == [True, True, True]
+    assert [b"Connection: close" in h for h in heads] == [False, False, True]
+
+
 async def raw_exchange(client: Client, request: bytes) -> bytes:
     """Send bytes as they are and read the whole answer (the server closes after it)."""
     reader, writer = await asyncio.open_connection(client.server.host, client.server.port)
