@@ -104,7 +104,9 @@ def create_app(
         app[ROUTE_TABLE][app.router.add_route(route.method, route.path, route.handler)] = route
 
     async def database(app: web.Application) -> AsyncIterator[None]:
-        app[POOL] = await connections.create_pool(dsn, settings.db_pool_size)
+        app[POOL] = await connections.create_pool(
+            dsn, settings.db_pool_size, settings.db_command_timeout_seconds
+        )
         yield
         try:
             await asyncio.wait_for(app[POOL].close(), CLOSE_SECONDS)

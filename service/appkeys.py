@@ -21,25 +21,30 @@ if TYPE_CHECKING:
 
 @dataclass
 class Lifecycle:
-    """Mutable run state: draining turns /ready to 503 during a graceful stop."""
+    """Mutable run state: draining turns /ready to 503 during a graceful stop; aborting is set
+    when the stop's timeout ran out and the requests still running are cancelled (each is
+    answered 503 by the error middleware instead of losing its connection)."""
 
     draining: bool = False
-    in_flight: int = 0
-    idle: asyncio.Event = field(default_factory=asyncio.Event)
+    aborting: bool = False
+    running: set[asyncio.Task[object]] = field(default_factory=set)
+
+    @property
+    def in_flight(self) -> int:
+        return len(self.running)
 
     def started(self) -> None:
-        self.in_flight += 1
-        self.idle.clear()
+        task = asyncio.current_task()
+        assert task is not None
+        self.running.add(task)
 
     def finished(self) -> None:
-        self.in_flight -= 1
-        if self.in_flight == 0:
-            self.idle.set()
+        self.running.discard(asyncio.current_task())
 
-    async def wait_idle(self) -> None:
-        """Until no request is in flight (callers bound it with asyncio.timeout)."""
-        if self.in_flight:
-            await self.idle.wait()
+    def abort(self) -> None:
+        self.aborting = True
+        for task in self.running:
+            task.cancel()
 
 
 class TokenUseRecorder(Protocol):

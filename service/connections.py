@@ -21,7 +21,10 @@ async def _keep_session(_conn: asyncpg.Connection) -> None:
     default reset query saves a round trip on every release (docs/benchmarks.md)."""
 
 
-async def create_pool(dsn: str, size: int) -> asyncpg.Pool:
+async def create_pool(dsn: str, size: int, command_timeout: float | None = None) -> asyncpg.Pool:
+    """The service's pool. command_timeout bounds each statement (and the rollback after one
+    that timed out), so that a database that accepts connections but does not answer (frozen,
+    partitioned) gets requests their 503 instead of holding them for as long as it lasts."""
     pool = await asyncpg.create_pool(
         dsn,
         min_size=min(2, size),
@@ -29,6 +32,7 @@ async def create_pool(dsn: str, size: int) -> asyncpg.Pool:
         server_settings={"search_path": SEARCH_PATH, "application_name": "flagstore"},
         reset=_keep_session,
         timeout=CONNECT_TIMEOUT,
+        command_timeout=command_timeout,
     )
     assert pool is not None
     return pool
@@ -50,6 +54,9 @@ _UNAVAILABLE = (
     asyncpg.CrashShutdownError,
     asyncpg.CannotConnectNowError,
     asyncpg.TooManyConnectionsError,
+    # asyncpg's protocol state on a connection whose operation broke off (a statement timed out
+    # on a server that stopped answering): "cannot switch to state 15; another operation ..."
+    asyncpg.InternalClientError,
 )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import signal
+import time
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +42,29 @@ def _prune_dead_handles(pgdata: Path) -> None:
         handles.write_text(json.dumps(alive))
 
 
+DEAD_POSTMASTER_WAIT = 10.0
+
+
+def _wait_for_dead_postmaster(data_dir: Path) -> None:
+    """After a postmaster was killed (serve exits 1 for that, and a supervisor may start us at
+    once), it may linger as a zombie until its parent reaps it, and its backends for a moment:
+    the package would take the zombie for a running server, and PostgreSQL refuses to start
+    while a backend of the old one lives. Wait for both to be gone."""
+    pid = postmaster_pid(data_dir)
+    if pid is None or is_running(pid) or not psutil.pid_exists(pid):
+        return  # no server, a live one (joined), or a dead one already reaped
+    deadline = time.monotonic() + DEAD_POSTMASTER_WAIT
+    while psutil.pid_exists(pid) or any(
+        is_running(proc.pid) for proc in postgres_processes(data_dir / "pg")
+    ):
+        if time.monotonic() > deadline:
+            raise ConfigError(
+                f"the embedded PostgreSQL's old postmaster (pid {pid}) died but has not exited; "
+                "its parent process must reap it"
+            )
+        time.sleep(0.05)
+
+
 @contextlib.contextmanager
 def embedded_postgres(data_dir: Path) -> Iterator[str]:
     """Start (or join) the embedded server in data_dir; stop it when the last user leaves."""
@@ -50,6 +74,7 @@ def embedded_postgres(data_dir: Path) -> Iterator[str]:
     if pgdata.exists():
         with module.PostgresServer._lock:  # noqa: SLF001 - the package's own inter-process lock
             _prune_dead_handles(pgdata)
+            _wait_for_dead_postmaster(data_dir)
     # A SIGTERM/Ctrl-C while the server starts would leave it running with nobody to stop it:
     # hold those signals until we own a handle, then let them in (they unwind through cleanup).
     stop_signals = {signal.SIGINT, signal.SIGTERM}
@@ -69,6 +94,11 @@ def embedded_postgres(data_dir: Path) -> Iterator[str]:
         # The stop itself is not cut short by a second signal; the process is on its way out,
         # so the signals stay held (a pending one would only turn exit code 0 into 130).
         signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
+        postmaster = postmaster_pid(data_dir)
+        # A postmaster killed meanwhile (serve exits 1 for that) has nothing left to stop; the
+        # next start prunes our dead handle and runs PostgreSQL's crash recovery.
+        if postmaster is None or not is_running(postmaster):
+            server.cleanup_mode = None  # let go of our handle only: nothing to stop
         server.cleanup()
 
 

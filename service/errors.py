@@ -11,6 +11,7 @@ class AppError(Exception):
 
     MAX_MESSAGE = 500  # messages echo names from the request; never echo a huge one back
     retry_after: int | None = None  # seconds, sent as Retry-After when set
+    close_connection = False  # True: the answer closes the connection (the request is unread)
 
     def __init__(self, message: str) -> None:
         if len(message) > self.MAX_MESSAGE:
@@ -65,8 +66,19 @@ class ContentTypeError(AppError):
 
 
 class NotReady(AppError):
+    """/ready: draining, or the database does not answer, or its schema is not ours."""
+
     status = 503
-    name = "ServiceUnavailableError"
+    name = "ServiceUnavailable"
+    retry_after = 2
+
+
+class RequestTimeout(AppError):
+    """The request's body did not arrive in time (a client trickling it, or gone)."""
+
+    status = 408
+    name = "RequestTimeout"
+    close_connection = True
 
 
 class TooManyRequests(AppError):

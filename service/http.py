@@ -3,6 +3,7 @@ handler uses: reading a body into a request Struct, the write transaction, the a
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import re
 import time
@@ -26,6 +27,7 @@ from service.appkeys import (
     REQUEST_ID,
     RESOLVER,
     ROUTE_TABLE,
+    SETTINGS,
     TOKEN_USAGE,
 )
 from service.auth import Principal
@@ -101,9 +103,13 @@ async def read_json(request: web.Request, schema: type[T]) -> T:
     if decoder is None:
         decoder = _decoders[schema] = msgspec.json.Decoder(schema)
     try:
-        body = _decoded(request, await request.read())
+        async with asyncio.timeout(request.app[SETTINGS].request_body_timeout_seconds):
+            raw = await request.read()
     except web.RequestPayloadError as exc:  # e.g. a chunked body cut short
         raise errors.ValidationError(f"The request body could not be read: {exc}") from None
+    except TimeoutError:  # slow POST: a connection held open by a trickle of bytes
+        raise errors.RequestTimeout("The request body did not arrive in time") from None
+    body = _decoded(request, raw)
     if not body.strip():
         raise errors.ValidationError("A JSON request body is required")
     if _NUL_ESCAPE.search(body):
@@ -135,7 +141,7 @@ def _decoded(request: web.Request, body: bytes) -> bytes:
     wbits = _WBITS.get(encoding)
     if wbits is None:
         raise errors.ContentTypeError(
-            f"The Content-Encoding {encoding[:40]!r} is not supported: send gzip, deflate or none"
+            "The Content-Encoding is not supported: send gzip, deflate or none"
         )
     if wbits == 0:  # deflate: zlib-wrapped as HTTP says, or raw as some clients send it
         zlib_header = len(body) > 1 and body[0] & 0x0F == 8 and (body[0] << 8 | body[1]) % 31 == 0
@@ -234,15 +240,18 @@ async def error_bodies(request: web.Request, handler: Handler) -> web.StreamResp
         return _app_error(request, exc)
     except ConnectionResetError:  # the client left mid-request: logged as 499, not a crash
         raise
+    except asyncio.CancelledError:
+        if not request.app[LIFECYCLE].aborting:
+            raise
+        # The stop's timeout ran out (serving.py): answer rather than drop the connection.
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()
+        return _app_error(request, errors.ServiceUnavailable(STOPPING))
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
-        kind, message = _HTTP_ERRORS.get(exc.status, (errors.AppError, exc.reason))
-        name = kind.name if kind is not errors.AppError else exc.reason.replace(" ", "")
-        response = error_response(request, exc.status, name, message)
-        if exc.status == 405 and "Allow" in exc.headers:
-            response.headers["Allow"] = exc.headers["Allow"]
-        return response
+        return _http_error(request, exc)
     except Exception as exc:
         if connections.is_unavailable(exc):
             _database_down.warning(error=type(exc).__name__)
@@ -255,14 +264,27 @@ async def error_bodies(request: web.Request, handler: Handler) -> web.StreamResp
 
 
 DATABASE_DOWN = "The database is unavailable; try again shortly"
+STOPPING = "The service stopped before this request was done; try again"
 # One warning line a second at most, however many requests an outage meets.
 _database_down = Throttled("database_unavailable")
+
+
+def _http_error(request: web.Request, exc: web.HTTPException) -> web.Response:
+    """aiohttp's own 4xx (no route, wrong method, body too large) in our error body."""
+    kind, message = _HTTP_ERRORS.get(exc.status, (errors.AppError, exc.reason))
+    name = kind.name if kind is not errors.AppError else exc.reason.replace(" ", "")
+    response = error_response(request, exc.status, name, message)
+    if exc.status == 405 and "Allow" in exc.headers:
+        response.headers["Allow"] = exc.headers["Allow"]
+    return response
 
 
 def _app_error(request: web.Request, exc: errors.AppError) -> web.Response:
     response = error_response(request, exc.status, exc.name, exc.message)
     if exc.retry_after is not None:
         response.headers["Retry-After"] = str(exc.retry_after)
+    if exc.close_connection:
+        response.force_close()
     return response
 
 

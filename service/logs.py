@@ -12,6 +12,8 @@ from typing import Any, TextIO
 import msgspec
 import structlog
 
+from service import connections
+
 _encoder = msgspec.json.Encoder()
 
 
@@ -52,6 +54,7 @@ def configure_logging(fmt: str, level: str, stream: TextIO | None = None) -> Non
     handler.setFormatter(
         _JsonFormatter() if fmt != "console" else logging.Formatter("%(name)s %(message)s")
     )
+    handler.addFilter(_quiet_outages)
     root = logging.getLogger()
     for old in [h for h in root.handlers if getattr(h, "flagstore", False)]:
         root.removeHandler(old)  # configured again (tests): replace ours, keep others'
@@ -71,6 +74,31 @@ class _JsonFormatter(logging.Formatter):
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
         return _encoder.encode(line).decode()
+
+
+_library_outage_lines: dict[str, float] = {}
+
+
+def _quiet_outages(record: logging.LogRecord) -> bool:
+    """Libraries log the database's absence with a traceback each time (asyncpg's pool: "Failed
+    to restore the pool connection floor"). Keep the fact, once every 10 s per message, without
+    the traceback; the service's own database_unavailable warning says the rest."""
+    exc = record.exc_info[1] if record.exc_info else None
+    if exc is None or not connections.is_unavailable(exc):
+        return True
+    now = time.monotonic()
+    message = record.getMessage()
+    if now - _library_outage_lines.get(message, -float("inf")) < LIBRARY_OUTAGE_EVERY:
+        return False
+    _library_outage_lines[message] = now
+    record.msg = "%s (%s)"
+    record.args = (message, type(exc).__name__)
+    record.exc_info = None
+    record.exc_text = None
+    return True
+
+
+LIBRARY_OUTAGE_EVERY = 10.0
 
 
 class Throttled:

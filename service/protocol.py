@@ -15,6 +15,7 @@ do to connections rather than to routes.
 
 from __future__ import annotations
 
+import asyncio
 import resource
 import time
 import uuid
@@ -28,8 +29,6 @@ from aiohttp.http_exceptions import LineTooLong
 from service.logs import Throttled
 
 if TYPE_CHECKING:
-    import asyncio
-
     from aiohttp.web_request import BaseRequest
 
     from service.settings import Settings
@@ -41,6 +40,7 @@ _encoder = msgspec.json.Encoder()
 # the LISTEN connection, log files, the interpreter's own.
 FD_RESERVE = 64
 _full = Throttled("connections_full")
+LINGER_SECONDS = 2.0
 
 
 def raise_open_files_limit() -> int:
@@ -64,8 +64,11 @@ def connection_limit(wanted: int, open_files: int, pool_size: int) -> int:
 
 
 def error_bytes(status: int, reason: str, name: str, message: str) -> bytes:
-    """A complete HTTP/1.1 answer with the JSON error body, for the cases without a request."""
-    body = _encoder.encode({"id": str(uuid.uuid4()), "name": name, "message": message})
+    """A complete HTTP/1.1 answer with the JSON error body, for the cases without a request;
+    logged as the request line of what never became a request."""
+    error_id = str(uuid.uuid4())
+    _log_refused(status, name, error_id)
+    body = _encoder.encode({"id": error_id, "name": name, "message": message})
     head = (
         f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n"
         f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
@@ -73,21 +76,37 @@ def error_bytes(status: int, reason: str, name: str, message: str) -> bytes:
     return head.encode() + body
 
 
+def _log_refused(status: int, name: str, error_id: str) -> None:
+    """The one log line of a request refused before it was one: no method or path to trust
+    (and none quoted), a request id of its own."""
+    log.info(
+        "request",
+        request_id=str(uuid.uuid4()),
+        method=None,
+        path=None,
+        status=status,
+        duration_ms=None,
+        error_id=error_id,
+        error=name,
+    )
+
+
 class Connection(web.RequestHandler):
     """aiohttp's protocol for one connection, plus the head timeout and idle bookkeeping."""
 
-    __slots__ = ("_head_timer", "idle_since")
+    __slots__ = ("_head_timer", "_refused", "idle_since")
 
     def __init__(self, manager: GuardedServer, **kwargs: Any) -> None:
         super().__init__(manager, **kwargs)
         self._head_timer: asyncio.TimerHandle | None = None
+        self._refused = False
         self.idle_since = time.monotonic()
 
     @property
     def waiting(self) -> bool:
-        """Between requests: no request handled, none queued (a partial one may be arriving)."""
-        waiter = self._waiter
-        return waiter is not None and not waiter.done() and not self._messages
+        """Between requests: none being handled, none received whole and queued (the start of
+        one may be arriving). aiohttp's own flag: set from a request's start to its answer."""
+        return not self._request_in_progress and not self._messages
 
     @property
     def queued(self) -> bool:
@@ -97,7 +116,12 @@ class Connection(web.RequestHandler):
     @property
     def idle(self) -> bool:
         """Waiting, and not a byte of the next request received: safe to close."""
-        return self.waiting and self._head_timer is None
+        if not self.waiting or self._head_timer is not None:
+            return False
+        # Not in the instant between a request leaving the queue and its handling starting:
+        # aiohttp's loop is parked waiting for a message, or no request ever came.
+        waiter = self._waiter
+        return (waiter is not None and not waiter.done()) or self._request_count == 0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
@@ -106,6 +130,8 @@ class Connection(web.RequestHandler):
         manager.admit(self)
 
     def data_received(self, data: bytes) -> None:
+        if self._refused:  # answered 503 already: read and drop, so the close is not a reset
+            return
         super().data_received(data)
         if not data:
             return
@@ -133,8 +159,24 @@ class Connection(web.RequestHandler):
             return
         message = "The request's line and headers did not arrive in time"
         self.transport.write(error_bytes(408, "Request Timeout", "RequestTimeout", message))
-        log.info("request", method=None, path=None, status=408, error="RequestTimeout")
         self.force_close()
+
+    @property
+    def refused(self) -> bool:
+        return self._refused
+
+    def refuse(self, answer: bytes) -> None:
+        """Answer at once and close: our side now, theirs once they have read the answer (or
+        after LINGER_SECONDS). Closing with their request unread would reset the connection,
+        and the answer with it."""
+        self._refused = True
+        transport = self.transport
+        if transport is None:
+            return
+        transport.write(answer)
+        if isinstance(transport, asyncio.WriteTransport) and transport.can_write_eof():
+            transport.write_eof()
+        self._loop.call_later(LINGER_SECONDS, self.force_close)
 
     def close_if_idle(self) -> bool:
         if self.idle:
@@ -162,7 +204,7 @@ class Connection(web.RequestHandler):
         else:
             name, text = "InternalError", "Unexpected error while handling the request"
         error_id = str(uuid.uuid4())
-        log.info("request", method=None, path=None, status=status, error=name, error_id=error_id)
+        _log_refused(status, name, error_id)
         response = web.Response(
             body=_encoder.encode({"id": error_id, "name": name, "message": text}),
             status=status,
@@ -196,22 +238,23 @@ class GuardedServer(web.Server):
         return Connection(self, loop=self._loop, **self._handler_kwargs)
 
     def admit(self, newcomer: Connection) -> None:
-        """Over the limit: close the longest-idle other connection, or refuse the newcomer."""
-        if len(self._connections) <= self.max_connections:
+        """Over the limit: close the longest-idle other connection, or refuse the newcomer.
+        Connections already refused (answered, closing) take no place."""
+        others = [
+            c
+            for c in self._connections
+            if isinstance(c, Connection) and c is not newcomer and not c.refused
+        ]
+        if len(others) < self.max_connections:
             return
-        idle = [c for c in self._connections if c is not newcomer and isinstance(c, Connection)]
-        idle = [c for c in idle if c.idle]
+        idle = [c for c in others if c.idle]
         if idle:
             min(idle, key=lambda c: c.idle_since).force_close()
             _full.warning(limit=self.max_connections, action="closed_idle")
             return
         _full.warning(limit=self.max_connections, action="refused")
-        if newcomer.transport is not None:
-            message = "Too many open connections; try again shortly"
-            newcomer.transport.write(
-                error_bytes(503, "Service Unavailable", "ServiceUnavailable", message)
-            )
-        newcomer.force_close()
+        message = "Too many open connections; try again shortly"
+        newcomer.refuse(error_bytes(503, "Service Unavailable", "ServiceUnavailable", message))
 
     def close_idle(self) -> int:
         """Close every idle connection (shutdown); the number closed."""
@@ -257,6 +300,9 @@ def runner_options(settings: Settings, open_files: int) -> dict[str, Any]:
             settings.max_connections, open_files, settings.db_pool_size
         ),
         "keepalive_timeout": settings.keepalive_timeout_seconds,
+        # After an answer sent before its body was read (401, 408), read and drop what still
+        # comes for at most this long, then close (aiohttp's default: 10 s).
+        "lingering_time": LINGER_SECONDS,
         "auto_decompress": False,  # http.read_json inflates, bounded, only where a body is read
         "access_log": None,  # http.request_context writes the one line per request
     }

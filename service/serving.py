@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import signal
 import socket
 import sys
@@ -98,17 +97,29 @@ async def serve(
         await site.stop()
     lifecycle.draining = True
     closed = runner.guarded.close_idle()
-    with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(settings.shutdown_timeout_seconds):
-            # Spread over every connection's state, which signals nothing: look every 10 ms.
-            while runner.guarded.busy or lifecycle.in_flight:  # noqa: ASYNC110
-                await asyncio.sleep(0.01)
+    if not await _settled(runner, settings.shutdown_timeout_seconds):
+        lifecycle.abort()  # each request still running is answered 503
+        await _settled(runner, ABORT_SECONDS)
     await runner.cleanup()
     log.info("stopped", idle_connections_closed=closed)
     return 1 if lost.is_set() else 0
 
 
 POSTMASTER_CHECK_SECONDS = 1.0
+ABORT_SECONDS = 1.0  # for requests cancelled at the timeout to write their 503
+
+
+async def _settled(runner: protocol.Runner, seconds: float) -> bool:
+    """Wait until no request runs or arrives on any connection; False if seconds ran out."""
+    lifecycle = runner.app[LIFECYCLE]
+    try:
+        async with asyncio.timeout(seconds):
+            # Spread over every connection's state, which signals nothing: look every 10 ms.
+            while runner.guarded.busy or lifecycle.in_flight:  # noqa: ASYNC110
+                await asyncio.sleep(0.01)
+    except TimeoutError:
+        return False
+    return True
 
 
 async def _watch_postmaster(pid: int | None, lost: asyncio.Event, stop: asyncio.Event) -> None:

@@ -39,10 +39,14 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # and the pool adds at most a few seconds more.
     shutdown_timeout_seconds: Seconds = 10.0
     db_pool_size: Annotated[int, msgspec.Meta(ge=1, le=200)] = 10
+    # A statement of a request (or its rollback) that takes longer is abandoned: 503.
+    db_command_timeout_seconds: Annotated[float, msgspec.Meta(gt=0, le=3600)] = 5.0
     # An idle keep-alive connection is closed after this long (Unleash/Node: 5 s; nginx: 75 s).
     keepalive_timeout_seconds: Annotated[float, msgspec.Meta(ge=1, le=3600)] = 75.0
     # From the first byte of a request, its line and headers must arrive within this long.
     request_header_timeout_seconds: Annotated[float, msgspec.Meta(ge=1, le=600)] = 10.0
+    # A request body (after its headers) must arrive within this long; else 408.
+    request_body_timeout_seconds: Annotated[float, msgspec.Meta(ge=1, le=3600)] = 30.0
     # Open client connections at most (further capped by the open-files limit); when full,
     # the longest-idle connection is closed for a new one, or the new one gets a 503.
     max_connections: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 10_000

@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
+import psutil
 
 from service import connections, migrations
 
@@ -182,7 +183,22 @@ class Cluster:
     def stop(self, mode: str = "fast") -> None:
         self._ctl("-m", mode, "stop")
 
+    def _processes(self) -> list[psutil.Process]:
+        postmaster = psutil.Process(int((self.data / "postmaster.pid").read_text().split()[0]))
+        return [postmaster, *postmaster.children()]
+
+    def freeze(self) -> None:
+        """Up, but answering nothing (SIGSTOP): a database host that hangs."""
+        for proc in self._processes():
+            proc.suspend()
+
+    def thaw(self) -> None:
+        for proc in self._processes():
+            proc.resume()
+
     def destroy(self) -> None:
+        with contextlib.suppress(psutil.Error, OSError):
+            self.thaw()
         with contextlib.suppress(subprocess.CalledProcessError):
             self.stop("immediate")
         shutil.rmtree(self.base, ignore_errors=True)

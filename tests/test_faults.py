@@ -150,13 +150,15 @@ async def test_a_database_outage_is_503_then_recovers_and_listen_is_reopened(
         (FLAGS, 503, "2"),
         ("/api/admin/user-admin/search?q=a", 503, "2"),
         ("/health", 200, None),
-        ("/ready", 503, None),
+        ("/ready", 503, "2"),
     }, statuses
     requests = len(answers)
     warnings = log_events(server, "database_unavailable")
     assert 1 <= len(warnings) <= outage + 1, [w["timestamp"] for w in warnings]
     assert sum(w["suppressed"] for w in warnings) + len(warnings) <= requests * 3 // 5
-    assert not [line for line in server.log_lines() if "exception" in line]
+    tracebacks = [line["exception"][-300:] for line in server.log_lines() if "exception" in line]
+    assert tracebacks == []
+    assert "Traceback" not in server.stderr(), server.stderr()[-1500:]
     assert not log_events(server, "unhandled_error")
     assert log_events(server, "projection_listen_lost")
     assert log_events(server, "projection_listening")[-1]["attempts"] >= 1
@@ -166,6 +168,49 @@ async def test_a_database_outage_is_503_then_recovers_and_listen_is_reopened(
         f"stdout {len(server.stdout())} bytes; recovery {recovery * 1000:.0f} ms after the "
         f"start returned; async catch-up {before:.2f} s before, {after:.2f} s after the restart"
     )
+
+
+async def test_a_database_that_hangs_gets_503_and_does_not_hold_up_the_stop(
+    harness: Harness, cluster: Cluster
+) -> None:
+    dsn = await create_database(cluster)
+    server = await harness.serve(
+        harness.new_dir(),
+        DATABASE_URL=dsn,
+        INIT_ADMIN_API_TOKENS=ADMIN,
+        DB_COMMAND_TIMEOUT_SECONDS="1",
+        SHUTDOWN_TIMEOUT_SECONDS="1",
+    )
+    for number in range(4):  # connections in the pool, which the freeze will hold
+        assert await create_flag(server, f"warm-{number}") == 200
+    await asyncio.to_thread(cluster.freeze)
+    try:
+        started = time.monotonic()
+        answers = await asyncio.gather(
+            *(call("GET", server.url + FLAGS, token=ADMIN) for _ in range(4))
+        )
+        waited = time.monotonic() - started
+        for status, body in answers:
+            assert status == 503
+            assert_error_body(body, "ServiceUnavailable", DATABASE_DOWN)
+        reader, writer = await open_raw(server)
+        writer.write(f"GET {FLAGS} HTTP/1.1\r\nHost: x\r\nAuthorization: {ADMIN}\r\n\r\n".encode())
+        await writer.drain()
+        await asyncio.sleep(0.2)
+        server.proc.send_signal(signal.SIGTERM)
+        signalled = time.monotonic()
+        code = await wait_exit(server, timeout=30)
+        exited = time.monotonic() - signalled
+        head, _, payload = (await reader.read()).partition(b"\r\n\r\n")
+        writer.close()
+        status, body = int(head.split()[1]), json.loads(payload)
+    finally:
+        await asyncio.to_thread(cluster.thaw)
+    assert (code, status, body["name"]) == (0, 503, "ServiceUnavailable")
+    assert waited < 8
+    assert exited < 1 + 7  # the timeout, then at most about 7 s (docs/operations.md)
+    assert not [line for line in server.log_lines() if "exception" in line]
+    report(f"\nfrozen database: 503 after {waited:.1f} s; exit 0 {exited:.1f} s after SIGTERM")
 
 
 async def test_liveness_never_depends_on_the_database(harness: Harness, cluster: Cluster) -> None:
@@ -196,6 +241,7 @@ async def test_the_service_exits_1_when_its_embedded_postgres_dies_and_starts_ag
     noticed = time.monotonic() - killed
     assert code == 1
     assert noticed < 5
+    assert "Traceback" not in server.stderr(), server.stderr()
     (died,) = log_events(server, "embedded_postgres_died")
     assert died["level"] == "error"
     # What a supervisor does next: start it again. PostgreSQL recovers; the flag is there.
@@ -253,6 +299,15 @@ async def test_slowloris_connections_are_closed_and_idle_ones_time_out(harness: 
     timed_out = next(a for a in answers if a.startswith(b"HTTP/1.1 408"))
     assert json.loads(timed_out.partition(b"\r\n\r\n")[2])["name"] == "RequestTimeout"
 
+    # One write at once, then silence: the clock started with that first byte.
+    reader, writer = await open_raw(server)
+    writer.write(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+    sent = time.monotonic()
+    assert (await asyncio.wait_for(reader.read(), 10)).startswith(b"HTTP/1.1 408 ")
+    silent_for = time.monotonic() - sent
+    writer.close()
+    assert 1.5 < silent_for < 3.5
+
     # A keep-alive connection that answered once and then idles is closed after 4 s, not 2.
     reader, writer = await open_raw(server)
     writer.write(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -267,6 +322,44 @@ async def test_slowloris_connections_are_closed_and_idle_ones_time_out(harness: 
         f"\n300 slowloris connections closed within {closed_after:.1f} s ({dict(kinds)}); "
         f"an idle keep-alive one after {idle_for:.1f} s"
     )
+
+
+async def test_slowly_sent_bodies_are_cut_off(harness: Harness) -> None:
+    server = await harness.serve(harness.new_dir(), REQUEST_BODY_TIMEOUT_SECONDS="2")
+
+    async def trickle() -> tuple[bytes, float]:
+        """A sign-in body announced at 100,000 bytes and sent a byte every 0.5 s."""
+        reader, writer = await open_raw(server)
+        started = time.monotonic()
+        writer.write(
+            b"POST /auth/simple/login HTTP/1.1\r\nHost: x\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"
+        )
+        answer = b""
+        try:
+            for _ in range(60):
+                writer.write(b" ")
+                await writer.drain()
+                with contextlib.suppress(TimeoutError):
+                    answer += await asyncio.wait_for(reader.read(65536), 0.5)
+                if reader.at_eof():
+                    break
+        except ConnectionResetError:
+            pass
+        finally:
+            writer.close()
+        return answer, time.monotonic() - started
+
+    results = await asyncio.wait_for(asyncio.gather(*(trickle() for _ in range(50))), 40)
+    status, _ = await call("GET", server.url + "/health")
+    assert status == 200
+    assert await stop(server) == 0
+    for answer, _ in results:
+        assert answer.startswith(b"HTTP/1.1 408 Request Timeout"), answer[:60]
+        assert json.loads(answer.partition(b"\r\n\r\n")[2])["name"] == "RequestTimeout"
+    closed = max(seconds for _, seconds in results)
+    assert closed < 2 + 2 + 2  # the timeout, the 2 s linger, slack
+    report(f"\n50 trickled bodies: 408 and closed within {closed:.1f} s")
 
 
 def nofile(soft: int, hard: int) -> Callable[[], None]:
@@ -320,6 +413,38 @@ async def test_1100_idle_connections_do_not_fail_other_clients(
         assert {line["action"] for line in full} == {"closed_idle"}
     assert "out of system resource" not in server.stderr()
     report(f"\nnofile {soft}/{hard}: max_connections {listening['max_connections']}, 200 of 200")
+
+
+async def test_beyond_the_limit_with_no_idle_connection_the_newcomer_gets_a_503(
+    harness: Harness,
+) -> None:
+    server = await harness.serve(harness.new_dir(), MAX_CONNECTIONS="20")
+    busy = []
+    for _ in range(20):  # each in the middle of sending its headers: none is idle
+        _, writer = await open_raw(server)
+        writer.write(b"GET /health HTTP/1.1\r\n")
+        busy.append(writer)
+    await asyncio.sleep(0.2)
+
+    async def newcomer() -> bytes:
+        reader, writer = await open_raw(server)
+        writer.write(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        try:
+            return await asyncio.wait_for(reader.read(), 10)
+        except ConnectionResetError:
+            return b"reset"
+        finally:
+            writer.close()
+
+    answers = await asyncio.gather(*(newcomer() for _ in range(10)))
+    for writer in busy:
+        writer.close()
+    assert await stop(server) == 0
+    for answer in answers:
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 503 Service Unavailable"), answer[:40]
+        assert json.loads(body)["name"] == "ServiceUnavailable"
+    assert {line["action"] for line in log_events(server, "connections_full")} == {"refused"}
 
 
 # --- 5: compressed bodies ---------------------------------------------------------------------

@@ -151,7 +151,7 @@ async def test_sigterm_drains_and_finishes_in_flight_request(
                 break
             await asyncio.sleep(0.02)
         assert status == 503, body
-        assert_error_body(body, "ServiceUnavailableError", "The service is shutting down")
+        assert_error_body(body, "ServiceUnavailable", "The service is shutting down")
         assert await call("GET", f"{server.url}/health") == (200, {"health": "GOOD"})
         assert time.monotonic() - signalled < DRAIN_SECONDS
         assert server.proc.poll() is None
