@@ -99,14 +99,16 @@ async def serve(
     closed = runner.guarded.close_idle()
     if not await _settled(runner, settings.shutdown_timeout_seconds):
         lifecycle.abort()  # each request still running is answered 503
-        await _settled(runner, ABORT_SECONDS)
+        # A cancelled request in a transaction first rolls back, which a database that hangs
+        # answers only by the statement timeout.
+        await _settled(runner, settings.db_command_timeout_seconds + ABORT_SECONDS)
     await runner.cleanup()
     log.info("stopped", idle_connections_closed=closed)
     return 1 if lost.is_set() else 0
 
 
 POSTMASTER_CHECK_SECONDS = 1.0
-ABORT_SECONDS = 1.0  # for requests cancelled at the timeout to write their 503
+ABORT_SECONDS = 1.0  # and this long more for requests cancelled at the timeout to write a 503
 
 
 async def _settled(runner: protocol.Runner, seconds: float) -> bool:

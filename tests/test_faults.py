@@ -178,7 +178,7 @@ async def test_a_database_that_hangs_gets_503_and_does_not_hold_up_the_stop(
         harness.new_dir(),
         DATABASE_URL=dsn,
         INIT_ADMIN_API_TOKENS=ADMIN,
-        DB_COMMAND_TIMEOUT_SECONDS="1",
+        DB_COMMAND_TIMEOUT_SECONDS="2",  # longer than the stop's timeout: the hard case
         SHUTDOWN_TIMEOUT_SECONDS="1",
     )
     for number in range(4):  # connections in the pool, which the freeze will hold
@@ -207,8 +207,8 @@ async def test_a_database_that_hangs_gets_503_and_does_not_hold_up_the_stop(
     finally:
         await asyncio.to_thread(cluster.thaw)
     assert (code, status, body["name"]) == (0, 503, "ServiceUnavailable")
-    assert waited < 8
-    assert exited < 1 + 7  # the timeout, then at most about 7 s (docs/operations.md)
+    assert waited < 12
+    assert exited < 1 + 2 + 1 + 7  # timeout, statement timeout + 1 s, then about 7 s
     assert not [line for line in server.log_lines() if "exception" in line]
     report(f"\nfrozen database: 503 after {waited:.1f} s; exit 0 {exited:.1f} s after SIGTERM")
 
