@@ -240,6 +240,8 @@ class GuardedServer(web.Server):
     def admit(self, newcomer: Connection) -> None:
         """Over the limit: close the longest-idle other connection, or refuse the newcomer.
         Connections already refused (answered, closing) take no place."""
+        if len(self._connections) <= self.max_connections:  # every accept: no walk
+            return
         others = [
             c
             for c in self._connections
