@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,7 +16,15 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger()
 
-SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
+
+def _sql_dir() -> Path:
+    """`sql/` beside the packages in a source tree (editable install); an installed wheel puts
+    the files under `<prefix>/share/flagstore/sql` (pyproject.toml: data-files)."""
+    source = Path(__file__).resolve().parent.parent / "sql"
+    return source if source.is_dir() else Path(sys.prefix) / "share" / "flagstore" / "sql"
+
+
+SQL_DIR = _sql_dir()
 MIGRATION_LOCK = 0x666C6167  # pg_advisory_lock key shared by every replica and the migrate Job
 _MIGRATION_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
@@ -42,6 +51,8 @@ def load_migrations(directory: Path = SQL_DIR) -> list[Migration]:
         if match is None:
             raise MigrationError(f"{path.name}: migration files are named NNNN_description.sql")
         migrations.append(Migration(int(match[1]), match[2], path.read_text(encoding="utf-8")))
+    if not migrations:
+        raise MigrationError(f"no migration files in {directory}")
     versions = [m.version for m in migrations]
     if versions != list(range(1, len(migrations) + 1)):
         raise MigrationError(f"migration versions must be 1..N without gaps, found {versions}")

@@ -76,3 +76,10 @@ def test_badly_named_or_gapped_files_are_refused(tmp_path: Path) -> None:
     (tmp_path / "2_bad name.sql").write_text("SELECT 1;")
     with pytest.raises(migrations.MigrationError, match="NNNN_description"):
         migrations.load_migrations(tmp_path)
+
+
+def test_a_directory_without_migrations_is_refused_not_taken_as_an_empty_schema(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(migrations.MigrationError, match="no migration files"):
+        migrations.load_migrations(tmp_path)
