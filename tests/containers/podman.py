@@ -131,6 +131,21 @@ def run_once(image_name: str, *args: str, env: dict[str, str]) -> subprocess.Com
     )  # fmt: skip
 
 
+def start_job(image_name: str, *args: str, env: dict[str, str]) -> subprocess.Popen[str]:
+    """run_once, not waited for: several at once (the migration Job's race)."""
+    command = [
+        "podman", "run", "--rm", "--network", "host", "--read-only", "--user", f"{UID}:{UID}",
+        *[f"--env={key}={value}" for key, value in env.items()], image_name, *args,
+    ]  # fmt: skip
+    return subprocess.Popen(
+        command,
+        env={**os.environ, "CONTAINERS_CONF": str(ROOT / "deploy" / "containers.conf")},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def unique_name(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
