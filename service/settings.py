@@ -66,13 +66,23 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
 
 _NAMES = [f.upper() for f in Settings.__struct_fields__]
 
+# Secrets that may instead be read from a file named by `<NAME>_FILE` (the Docker and Kubernetes
+# convention: a Secret mounted as a file rather than put in the environment).
+FILE_SETTINGS = ("database_url", "init_admin_api_tokens")
+# More than a secret's file ever holds; a larger one is the wrong file.
+MAX_SECRET_FILE_BYTES = 64 * 1024
+
 
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """Build Settings from the environment; a bad value raises ConfigError naming the variable."""
     env = os.environ if environ is None else environ
     raw: dict[str, object] = {}
+    # Where each secret came from, for messages: DATABASE_URL or DATABASE_URL_FILE.
+    source = {field: field.upper() for field in FILE_SETTINGS}
     for field in Settings.__struct_fields__:
         value = env.get(field.upper())
+        if field in FILE_SETTINGS and (content := _read_file_setting(field.upper(), value, env)):
+            value, source[field] = content, f"{field.upper()}_FILE"
         if value is None or value == "":
             continue
         raw[field] = value.strip()
@@ -81,11 +91,14 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     if isinstance(raw.get("log_level"), str):
         raw["log_level"] = str(raw["log_level"]).lower()
     if "init_admin_api_tokens" in raw:
-        raw["init_admin_api_tokens"] = _parse_admin_tokens(str(raw["init_admin_api_tokens"]))
+        raw["init_admin_api_tokens"] = _parse_admin_tokens(
+            str(raw["init_admin_api_tokens"]), source["init_admin_api_tokens"]
+        )
     url = raw.get("database_url")
     if isinstance(url, str) and not url.startswith(("postgres://", "postgresql://")):
         raise ConfigError(
-            "Invalid setting: DATABASE_URL: must be a postgresql:// (or postgres://) URL"
+            f"Invalid setting: {source['database_url']}: must be a postgresql:// (or postgres://) "
+            "URL"
         )
     try:
         return msgspec.convert(raw, Settings, strict=False)
@@ -93,17 +106,47 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         raise ConfigError(f"Invalid setting: {_name_env_var(str(exc), env)}") from None
 
 
-def _parse_admin_tokens(value: str) -> tuple[str, ...]:
-    tokens = tuple(t.strip() for t in value.split(",") if t.strip())
+def _read_file_setting(name: str, value: str | None, env: Mapping[str, str]) -> str | None:
+    """The content of the file that `<name>_FILE` names, less one trailing newline; None when
+    `<name>_FILE` is unset. Errors name the variable and the path, never what the file holds."""
+    file_name = f"{name}_FILE"
+    path = env.get(file_name)
+    if path is None or path == "":
+        return None
+    if value:
+        raise ConfigError(f"Invalid setting: {name} and {file_name} are both set; set only one")
+    try:
+        with Path(path).open("rb") as file:
+            data = file.read(MAX_SECRET_FILE_BYTES + 1)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ConfigError(f"Invalid setting: {file_name}: cannot read {path!r}: {reason}") from None
+    if len(data) > MAX_SECRET_FILE_BYTES:
+        raise ConfigError(
+            f"Invalid setting: {file_name}: {path!r} is larger than {MAX_SECRET_FILE_BYTES} bytes"
+        )
+    try:
+        content = data.decode()
+    except UnicodeDecodeError:
+        raise ConfigError(f"Invalid setting: {file_name}: {path!r} is not UTF-8 text") from None
+    content = content.removesuffix("\n").removesuffix("\r")
+    if not content.strip():
+        raise ConfigError(f"Invalid setting: {file_name}: {path!r} is empty")
+    return content
+
+
+def _parse_admin_tokens(value: str, name: str) -> tuple[str, ...]:
+    # Separated by commas, or by lines (a file with one token a line).
+    tokens = tuple(t.strip() for t in value.replace("\n", ",").split(",") if t.strip())
     for token in tokens:
         if not token.startswith(ADMIN_TOKEN_PREFIX) or len(token) <= len(ADMIN_TOKEN_PREFIX):
             raise ConfigError(
-                "Invalid setting INIT_ADMIN_API_TOKENS: each token must have the form "
+                f"Invalid setting {name}: each token must have the form "
                 "'*:*.<secret>' with a non-empty secret"
             )
         if len(token) - len(ADMIN_TOKEN_PREFIX) < MIN_ADMIN_SECRET:
             raise ConfigError(
-                "Invalid setting INIT_ADMIN_API_TOKENS: the secret after '*:*.' must be at least "
+                f"Invalid setting {name}: the secret after '*:*.' must be at least "
                 f"{MIN_ADMIN_SECRET} characters (tokens are stored as unsalted sha256, so a short "
                 "one could be guessed from a database dump); e.g. `openssl rand -hex 32`"
             )

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from service.errors import ConfigError
-from service.settings import Settings, load_settings
+from service.settings import FILE_SETTINGS, Settings, load_settings
 
 
 def test_defaults() -> None:
@@ -82,3 +84,117 @@ def test_settings_are_frozen() -> None:
     settings = load_settings({"LOG_FORMAT": "json"})
     with pytest.raises(AttributeError):
         settings.port = 1  # type: ignore[misc]
+
+
+# The `<NAME>_FILE` form of the secrets: a Kubernetes Secret mounted as a file.
+
+URL = "postgresql://flagstore:s3cret-password@db.example:5432/flagstore"
+
+
+def test_secrets_are_read_from_the_files_their_file_variables_name(tmp_path: Path) -> None:
+    (tmp_path / "uri").write_text(URL + "\n")
+    (tmp_path / "tokens").write_text(f"{ONE}\n{TWO}\n")
+    settings = load_settings(
+        {
+            "DATABASE_URL_FILE": str(tmp_path / "uri"),
+            "INIT_ADMIN_API_TOKENS_FILE": str(tmp_path / "tokens"),
+            "LOG_FORMAT": "json",
+        }
+    )
+    assert settings.database_url == URL
+    assert settings.init_admin_api_tokens == (ONE, TWO)
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (URL, URL),
+        (URL + "\n", URL),
+        (URL + "\r\n", URL),
+        (f"  {URL}  \n", URL),  # as the plain variable's value: surrounding blanks go
+    ],
+)
+def test_a_file_loses_its_trailing_newline(tmp_path: Path, content: str, expected: str) -> None:
+    (tmp_path / "uri").write_bytes(content.encode())
+    assert load_settings({"DATABASE_URL_FILE": str(tmp_path / "uri")}).database_url == expected
+
+
+def test_comma_separated_tokens_in_a_file_work_too(tmp_path: Path) -> None:
+    (tmp_path / "tokens").write_text(f"{ONE},{TWO}")
+    env = {"INIT_ADMIN_API_TOKENS_FILE": str(tmp_path / "tokens")}
+    assert load_settings(env).init_admin_api_tokens == (ONE, TWO)
+
+
+@pytest.mark.parametrize("name", ["DATABASE_URL", "INIT_ADMIN_API_TOKENS"])
+def test_setting_both_forms_is_an_error_naming_both(tmp_path: Path, name: str) -> None:
+    (tmp_path / "secret").write_text(URL if name == "DATABASE_URL" else ONE)
+    plain = URL if name == "DATABASE_URL" else ONE
+    with pytest.raises(ConfigError) as caught:
+        load_settings({name: plain, f"{name}_FILE": str(tmp_path / "secret")})
+    assert f"{name} and {name}_FILE are both set" in str(caught.value)
+    assert "s3cret" not in str(caught.value)
+
+
+def test_an_empty_plain_variable_beside_the_file_counts_as_unset(tmp_path: Path) -> None:
+    (tmp_path / "uri").write_text(URL)
+    env = {"DATABASE_URL": "", "DATABASE_URL_FILE": str(tmp_path / "uri")}
+    assert load_settings(env).database_url == URL
+    assert load_settings({"DATABASE_URL": URL, "DATABASE_URL_FILE": ""}).database_url == URL
+
+
+def test_an_unreadable_file_names_the_variable_and_the_path(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-file"
+    with pytest.raises(ConfigError) as caught:
+        load_settings({"DATABASE_URL_FILE": str(missing)})
+    message = str(caught.value)
+    assert message.startswith("Invalid setting: DATABASE_URL_FILE: cannot read ")
+    assert str(missing) in message
+    assert "No such file or directory" in message
+    with pytest.raises(ConfigError, match=r"INIT_ADMIN_API_TOKENS_FILE: cannot read .*directory"):
+        load_settings({"INIT_ADMIN_API_TOKENS_FILE": str(tmp_path)})
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (b"", "is empty"),
+        (b"\n", "is empty"),
+        (b"postgresql://u:s3cret\xff@db/x", "is not UTF-8 text"),
+        (b"postgresql://u:s3cret@db/" + b"x" * 70_000, "is larger than 65536 bytes"),
+    ],
+)
+def test_a_file_that_holds_no_usable_value_is_an_error(
+    tmp_path: Path, content: bytes, reason: str
+) -> None:
+    (tmp_path / "uri").write_bytes(content)
+    with pytest.raises(ConfigError) as caught:
+        load_settings({"DATABASE_URL_FILE": str(tmp_path / "uri")})
+    assert str(caught.value) == (
+        f"Invalid setting: DATABASE_URL_FILE: {str(tmp_path / 'uri')!r} {reason}"
+    )
+
+
+def test_a_bad_value_from_a_file_names_the_file_variable_never_the_content(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "uri").write_text("mysql://root:s3cret@db/flags\n")
+    with pytest.raises(ConfigError) as caught:
+        load_settings({"DATABASE_URL_FILE": str(tmp_path / "uri")})
+    assert str(caught.value).startswith("Invalid setting: DATABASE_URL_FILE: must be a postgres")
+    assert "s3cret" not in str(caught.value)
+    (tmp_path / "tokens").write_text("*:*.s3cret-but-short\n")
+    with pytest.raises(ConfigError) as caught:
+        load_settings({"INIT_ADMIN_API_TOKENS_FILE": str(tmp_path / "tokens")})
+    assert str(caught.value).startswith("Invalid setting INIT_ADMIN_API_TOKENS_FILE: the secret")
+    assert "s3cret" not in str(caught.value)
+
+
+def test_only_the_secrets_have_a_file_form(tmp_path: Path) -> None:
+    (tmp_path / "port").write_text("8080")
+    assert load_settings({"PORT_FILE": str(tmp_path / "port")}).port == 4242
+    assert FILE_SETTINGS == ("database_url", "init_admin_api_tokens")
+
+
+def test_every_file_form_is_in_the_readme() -> None:
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    assert [f for f in FILE_SETTINGS if f"`{f.upper()}_FILE`" not in text] == []
