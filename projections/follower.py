@@ -16,6 +16,7 @@ from service.logs import Throttled
 
 if TYPE_CHECKING:
     from projections.base import Projection
+    from service.connections import Conn
 
 log = structlog.get_logger()
 
@@ -30,6 +31,7 @@ SELECT position FROM projection_checkpoints WHERE name = $1 FOR UPDATE SKIP LOCK
 SAVE_CHECKPOINT = """
 UPDATE projection_checkpoints SET position = $2, updated_at = now() WHERE name = $1
 """
+CHECKPOINTS = "SELECT name, position FROM projection_checkpoints WHERE name = ANY($1::text[])"
 
 
 async def catch_up_once(pool: asyncpg.Pool, projection: Projection, batch: int = BATCH) -> int:
@@ -49,6 +51,14 @@ async def catch_up_once(pool: asyncpg.Pool, projection: Projection, batch: int =
             await conn.execute(SAVE_CHECKPOINT, projection.name, last)
             return len(records)  # one batch per transaction keeps transactions short
         return 0
+
+
+async def projection_lags(conn: Conn) -> dict[str, int]:
+    """Events each async projection is behind the log's head (for the metrics). The checkpoints
+    are read before the head, which only grows: a lag is never below 0."""
+    rows = await conn.fetch(CHECKPOINTS, [projection.name for projection in ASYNC])
+    head = await eventstore.head(conn)
+    return {row["name"]: head - row["position"] for row in rows}
 
 
 async def run_async_projections(pool: asyncpg.Pool, dsn: str, stop: asyncio.Event) -> None:

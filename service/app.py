@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import asyncpg
 from aiohttp import web
 
-from projections.follower import run_async_projections
+from projections.follower import projection_lags, run_async_projections
 from service import auth, connections, migrations
 from service.api_tokens import handlers as api_tokens
 from service.appkeys import (
@@ -26,6 +26,7 @@ from service.appkeys import (
 from service.errors import NotReady
 from service.features.handlers import clone, dependencies, flags, segments, strategies, tags
 from service.http import BODY_LIMIT, MIDDLEWARES, Route, json_response
+from service.metrics import METRICS, Metrics, prometheus
 from service.projects import handlers as projects
 from service.users.failures import FAILED_SIGN_INS, FailedSignIns
 from service.users.handlers import inactive, search, service_accounts, sessions, tokens, users
@@ -66,6 +67,7 @@ ROUTES: list[Route] = [
     Route("HEAD", "/health", health, auth.PUBLIC),
     Route("GET", "/ready", ready, auth.PUBLIC),
     Route("HEAD", "/ready", ready, auth.PUBLIC),
+    Route("GET", "/internal-backstage/prometheus", prometheus, auth.PUBLIC),  # as Unleash
     *sessions.ROUTES,
     *search.ROUTES,  # before /user-admin/{id}, which would take `search` for an id
     *inactive.ROUTES,
@@ -96,10 +98,11 @@ def create_app(
     app[LIFECYCLE] = Lifecycle()
     app[SCHEMA_VERSION] = len(migrations.load_migrations())
     app[ROUTE_TABLE] = {}
-    usage = app[TOKEN_USAGE] = TokenUsage()
+    metrics = app[METRICS] = Metrics(projection_lags)
+    usage = app[TOKEN_USAGE] = TokenUsage(metrics.committed)
     app[HASHING] = PasswordHashing(settings.password_hash_concurrency)
     app[SIGN_IN_LIMITS] = SignInLimits.from_settings(settings)
-    failures = app[FAILED_SIGN_INS] = FailedSignIns()
+    failures = app[FAILED_SIGN_INS] = FailedSignIns(metrics.committed)
     for route in ROUTES:
         app[ROUTE_TABLE][app.router.add_route(route.method, route.path, route.handler)] = route
 
@@ -108,6 +111,7 @@ def create_app(
             dsn, settings.db_pool_size, settings.db_command_timeout_seconds
         )
         yield
+        metrics.database.close()
         try:
             await asyncio.wait_for(app[POOL].close(), CLOSE_SECONDS)
         except TimeoutError:  # a connection is stuck in a query: do not wait for it

@@ -17,7 +17,7 @@ import msgspec
 import structlog
 from aiohttp import web
 
-from service import auth, connections, errors
+from service import auth, connections, errors, store
 from service.appkeys import (
     ERROR_ID,
     ERROR_NAME,
@@ -32,6 +32,7 @@ from service.appkeys import (
 )
 from service.auth import Principal
 from service.logs import Throttled
+from service.metrics import METRICS
 from service.protocol import Connection
 
 if TYPE_CHECKING:
@@ -71,8 +72,10 @@ def empty(status: int = 200) -> web.Response:
 
 @contextlib.asynccontextmanager
 async def transaction(request: web.Request) -> AsyncIterator[Conn]:
-    """One connection and one transaction: a command's load, decision and append share it."""
-    async with request.app[POOL].acquire() as conn, conn.transaction():
+    """One connection and one transaction: a command's load, decision and append share it.
+    What it appended is counted in the metrics once it committed."""
+    committed = request.app[METRICS].committed
+    async with request.app[POOL].acquire() as conn, store.transaction(conn, committed):
         yield conn
 
 
@@ -162,7 +165,7 @@ def _decoded(request: web.Request, body: bytes) -> bytes:
 
 @web.middleware
 async def request_context(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Request id in and out, and exactly one log line per request."""
+    """Request id in and out, exactly one log line and one count in the metrics per request."""
     incoming = request.headers.get("X-Request-Id", "")
     request_id = incoming if _REQUEST_ID_OK.match(incoming) else str(uuid.uuid4())
     request[REQUEST_ID] = request_id
@@ -181,7 +184,11 @@ async def request_context(request: web.Request, handler: Handler) -> web.StreamR
         return response
     finally:
         lifecycle.finished()
-        _log_request(request, status, (time.perf_counter() - started) * 1000)
+        seconds = time.perf_counter() - started
+        resource = request.match_info.route.resource
+        route = resource.canonical if resource is not None else None  # a template, not the path
+        request.app[METRICS].request(request.method, route, status, seconds)
+        _log_request(request, route, status, seconds * 1000)
         structlog.contextvars.clear_contextvars()
 
 
@@ -203,13 +210,12 @@ def redact_path(path: str) -> str:
     )
 
 
-def _log_request(request: web.Request, status: int, duration_ms: float) -> None:
-    route = request.match_info.route.resource
+def _log_request(request: web.Request, route: str | None, status: int, duration_ms: float) -> None:
     who = request.get(PRINCIPAL)
     fields: dict[str, Any] = {
         "method": request.method,
         "path": redact_path(request.path),
-        "route": route.canonical if route is not None else None,
+        "route": route,
         "status": status,
         "duration_ms": round(duration_ms, 2),
     }

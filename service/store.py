@@ -7,10 +7,18 @@ Concurrency model (docs/architecture.md): what a command changes is locked in th
 another and each decides on what the previous one committed. What a command creates is guarded
 by unique constraints: a new stream's key (`streams`), and the read models' unique indexes.
 Stream versions only number events; appends do not compare them.
+
+`transaction` is `conn.transaction()` that also remembers what `append` appended in it, and
+hands that over once the COMMIT succeeded (metrics count committed events only).
 """
 
 from __future__ import annotations
 
+import contextlib
+import time
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
 import asyncpg
@@ -21,7 +29,7 @@ from service.errors import AppError, Conflict, NameExists
 
 if TYPE_CHECKING:
     import uuid
-    from collections.abc import Sequence
+    from collections.abc import AsyncIterator
 
     from service.codec import DomainEvent, RecordedEvent
     from service.connections import Conn
@@ -51,6 +59,47 @@ UNIQUE_CONSTRAINTS: Final[dict[tuple[str, str], tuple[type[AppError], str]]] = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class Appended:
+    """One append in a transaction: its events' types, in order, and how long it took."""
+
+    types: tuple[str, ...]
+    seconds: float
+
+
+# Told what a transaction appended, once its COMMIT succeeded (service.metrics counts it).
+Committed = Callable[[Sequence[Appended]], None]
+
+
+@dataclass
+class _Unit:
+    conn: Conn
+    appended: list[Appended] = field(default_factory=list)
+
+
+_unit: ContextVar[_Unit | None] = ContextVar("store_unit", default=None)
+
+
+@contextlib.asynccontextmanager
+async def transaction(conn: Conn, committed: Committed | None = None) -> AsyncIterator[Conn]:
+    """`conn.transaction()`; once its COMMIT succeeded, `committed` gets what `append` appended
+    in it. A rollback (an exception, a refused constraint, a failed COMMIT) reports nothing.
+    Nested in another on the same connection (a savepoint), its appends join the outer one's,
+    reported only when that one commits."""
+    outer = _unit.get()
+    unit = _Unit(conn)
+    token = _unit.set(unit)
+    try:
+        async with conn.transaction():
+            yield conn
+    finally:
+        _unit.reset(token)
+    if outer is not None and outer.conn is conn:
+        outer.appended.extend(unit.appended)
+    elif committed is not None and unit.appended:
+        committed(unit.appended)
+
+
 async def append(  # noqa: PLR0913 - the envelope has this many parts
     conn: Conn,
     stream: tuple[str, str],
@@ -62,8 +111,9 @@ async def append(  # noqa: PLR0913 - the envelope has this many parts
 ) -> list[RecordedEvent]:
     """Append to one stream; `new`: the stream must not exist yet (it starts with a create)."""
     expected: eventstore.Expected = eventstore.NO_STREAM if new else eventstore.ANY
+    started = time.perf_counter()
     try:
-        return await eventstore.append(
+        recorded = await eventstore.append(
             conn, stream, expected, events, metadata, event_ids=event_ids, inline=apply_inline
         )
     except eventstore.WrongExpectedVersion:
@@ -75,3 +125,8 @@ async def append(  # noqa: PLR0913 - the envelope has this many parts
             raise
         kind, message = known
         raise kind(message) from None
+    unit = _unit.get()
+    if unit is not None and unit.conn is conn and recorded:
+        types = tuple(record.event.type_name() for record in recorded)
+        unit.appended.append(Appended(types, time.perf_counter() - started))
+    return recorded

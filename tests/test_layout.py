@@ -53,7 +53,13 @@ def _declared(*extras: str) -> set[str]:
     requirements = list(project["dependencies"])
     for extra in extras:
         requirements += project["optional-dependencies"][extra]
-    return {re.split(r"[<>=!~\[ ;]", r, maxsplit=1)[0].lower() for r in requirements}
+    return {_normalized(re.split(r"[<>=!~\[ ;]", r, maxsplit=1)[0]) for r in requirements}
+
+
+def _normalized(name: str) -> str:
+    """A distribution's name as PEP 503 compares them: prometheus-client is prometheus_client
+    (the name that package's own metadata gives)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _third_party_imports(paths: list[Path]) -> dict[str, str]:
@@ -78,7 +84,7 @@ def _undeclared(paths: list[Path], declared: set[str]) -> list[str]:
     distributions = metadata.packages_distributions()
     missing = []
     for module, where in sorted(_third_party_imports(paths).items()):
-        owners = {d.lower() for d in distributions.get(module, [module])}
+        owners = {_normalized(d) for d in distributions.get(module, [module])}
         if not owners & declared:
             missing.append(f"{module} (imported by {where}, from {sorted(owners)})")
     return missing

@@ -44,6 +44,7 @@ ROUTE_PERMISSIONS = [
     ("HEAD", "/health", "PUBLIC"),
     ("GET", "/ready", "PUBLIC"),
     ("HEAD", "/ready", "PUBLIC"),
+    ("GET", "/internal-backstage/prometheus", "PUBLIC"),
     ("POST", "/auth/simple/login", "PUBLIC"),
     ("POST", "/logout", "PUBLIC"),
     ("GET", "/api/admin/user", "READ"),

@@ -38,8 +38,9 @@ class FailedSignIns:
     an unknown name is not counted anywhere), and each is forgotten a minute after its last
     record; the memory held is bounded by the attempts of about a minute."""
 
-    def __init__(self) -> None:
+    def __init__(self, committed: store.Committed | None = None) -> None:
         self._accounts: dict[int, SignInFailures] = {}
+        self._committed = committed  # what the records appended, for the metrics
 
     def of(self, account_id: int) -> SignInFailures:
         return self._accounts.get(account_id, NOTHING)
@@ -105,7 +106,7 @@ class FailedSignIns:
 
     async def _record(self, pool: asyncpg.Pool, account_id: int, now: datetime) -> int:
         with self.deciding(account_id) as keep:
-            async with pool.acquire() as conn, conn.transaction():
+            async with pool.acquire() as conn, store.transaction(conn, self._committed):
                 account = await queries.lock_account(conn, account_id)
                 event = domain.record_failed_sign_ins(account, self.of(account_id))
                 if event is not None and account is not None:

@@ -28,8 +28,9 @@ class TokenUsage:
     """Last use per token since the last flush. One event per flush, not one write per request;
     several replicas each flush their own (the projection keeps the latest time)."""
 
-    def __init__(self) -> None:
+    def __init__(self, committed: store.Committed | None = None) -> None:
         self._seen: dict[int, datetime] = {}
+        self._committed = committed  # what the flushes appended, for the metrics
 
     def seen(self, token_id: int) -> None:
         self._seen[token_id] = datetime.now(UTC)
@@ -41,7 +42,7 @@ class TokenUsage:
         event = domain.record_token_use(batch)
         assert event is not None  # the batch is not empty
         try:
-            async with pool.acquire() as conn, conn.transaction():
+            async with pool.acquire() as conn, store.transaction(conn, self._committed):
                 await store.append(conn, STREAM, [event], SYSTEM)
         except Exception:
             for token_id, at in batch.items():  # keep them for the next try
