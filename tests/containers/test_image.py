@@ -7,6 +7,7 @@ throwaway PostgreSQL 15 on a TCP port, tests/pg.py) and stops with exit code 0.
 from __future__ import annotations
 
 import asyncio
+from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
@@ -89,6 +90,37 @@ async def _json(resp: aiohttp.ClientResponse, status: int) -> Any:
     return body
 
 
+async def exercise(session: aiohttp.ClientSession, url: str) -> None:
+    """The probes, a flag create, a clone, a user search and a scrape of the metrics."""
+    async with session.get(f"{url}/health") as resp:
+        assert await _json(resp, 200) == {"health": "GOOD"}
+    async with session.get(f"{url}/ready") as resp:
+        assert resp.status == 200
+    features = f"{url}/api/admin/projects/default/features"
+    async with session.post(features, json={"name": "image.flag"}) as resp:
+        assert (await _json(resp, 200))["name"] == "image.flag"
+    clone = f"{features}/image.flag/clone"
+    async with session.post(clone, json={"name": "image.flag.copy"}) as resp:
+        copy = await _json(resp, 200)
+        assert (copy["name"], copy["project"]) == ("image.flag.copy", "default")
+    user = {"email": "ada@example.com", "name": "Ada Lovelace", "rootRole": 3}
+    async with session.post(f"{url}/api/admin/user-admin", json=user) as resp:
+        created = await _json(resp, 201)
+    search = f"{url}/api/admin/user-admin/search"
+    async with session.get(search, params={"q": "lovelace"}) as resp:
+        found = await _json(resp, 200)
+        assert [u["id"] for u in found["users"]] == [created["id"]]
+
+    async with session.get(f"{url}/internal-backstage/prometheus") as resp:
+        assert resp.status == 200
+        scraped = await resp.text()
+    build = [line for line in scraped.splitlines() if line.startswith("flagstore_build_info")]
+    assert len(build) == 1, build
+    assert 'python="3.11.' in build[0]
+    assert f'version="{metadata.version("flagstore")}"' in build[0]
+    assert 'route="/api/admin/projects/{projectId}/features",status="200"' in scraped
+
+
 async def test_the_image_serves_read_only_against_postgresql_and_stops_with_exit_code_0(
     database: str, session: aiohttp.ClientSession
 ) -> None:
@@ -111,24 +143,7 @@ async def test_the_image_serves_read_only_against_postgresql_and_stops_with_exit
         assert denied.returncode != 0
         assert "Read-only file system" in denied.stderr
 
-        async with session.get(f"{box.url}/health") as resp:
-            assert await _json(resp, 200) == {"health": "GOOD"}
-        async with session.get(f"{box.url}/ready") as resp:
-            assert resp.status == 200
-        features = f"{box.url}/api/admin/projects/default/features"
-        async with session.post(features, json={"name": "image.flag"}) as resp:
-            assert (await _json(resp, 200))["name"] == "image.flag"
-        clone = f"{features}/image.flag/clone"
-        async with session.post(clone, json={"name": "image.flag.copy"}) as resp:
-            copy = await _json(resp, 200)
-            assert (copy["name"], copy["project"]) == ("image.flag.copy", "default")
-        user = {"email": "ada@example.com", "name": "Ada Lovelace", "rootRole": 3}
-        async with session.post(f"{box.url}/api/admin/user-admin", json=user) as resp:
-            created = await _json(resp, 201)
-        search = f"{box.url}/api/admin/user-admin/search"
-        async with session.get(search, params={"q": "lovelace"}) as resp:
-            found = await _json(resp, 200)
-            assert [u["id"] for u in found["users"]] == [created["id"]]
+        await exercise(session, box.url)
 
         requests = [line for line in box.log_lines() if line.get("event") == "request"]
         assert {(r["method"], r["path"], r["status"]) for r in requests} >= {
