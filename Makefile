@@ -70,4 +70,4 @@ deploy-test: image
 	IMAGE=$(IMAGE) $(BIN)/python -m pytest -p no:cacheprovider -s -m container tests/containers/test_rollout.py
 
 clean:
-	rm -rf $(VENV) .data .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-deploy build .data .pytest_cache .mypy_cache .ruff_cache

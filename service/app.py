@@ -49,7 +49,7 @@ async def health(_request: web.Request) -> web.Response:
 
 
 async def ready(request: web.Request) -> web.Response:
-    """Readiness: not draining, the database answers, and its schema is the one we expect."""
+    """Readiness: not draining, the database answers, and its schema has our migrations."""
     if request.app[LIFECYCLE].draining:
         raise NotReady("The service is shutting down")
     try:
@@ -57,7 +57,10 @@ async def ready(request: web.Request) -> web.Response:
             version = await migrations.schema_version(conn)
     except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError):
         raise NotReady("The database does not answer") from None
-    if version != request.app[SCHEMA_VERSION]:
+    # A schema ahead of ours is the next release's, applied by its migration Job before its
+    # pods roll out: migrations keep the previous release working (docs/operations.md), so the
+    # old replicas stay in the Service until the new ones replace them.
+    if version < request.app[SCHEMA_VERSION]:
         raise NotReady(f"Database schema is at {version}, expected {request.app[SCHEMA_VERSION]}")
     return json_response({"health": "GOOD"})
 

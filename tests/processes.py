@@ -115,6 +115,7 @@ class Harness:
         env = dict(os.environ)
         for name in Settings.__struct_fields__:  # DATABASE_URL among them: embedded by default
             env.pop(name.upper(), None)
+            env.pop(f"{name.upper()}_FILE", None)
         env.update(HOST="127.0.0.1", LOG_FORMAT="json", DATA_DIR=str(data_dir))
         env.update(extra)
         return env

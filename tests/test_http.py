@@ -79,6 +79,15 @@ async def test_not_ready_when_the_schema_is_behind(
     assert message.endswith("expected 99")
 
 
+async def test_ready_when_the_schema_is_ahead_so_a_migration_job_keeps_old_replicas_serving(
+    app: web.Application, aiohttp_client: AiohttpClient
+) -> None:
+    """Upgrade: the next release's migration Job runs first; this release stays ready."""
+    app[SCHEMA_VERSION] -= 1
+    client = await aiohttp_client(app)
+    assert (await client.get("/ready")).status == 200
+
+
 async def test_not_ready_when_the_database_is_gone(client: Client, app: web.Application) -> None:
     await app[POOL].close()
     message = await error_of(await client.get("/ready"), 503, "ServiceUnavailable")
