@@ -80,12 +80,18 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
         print(f"error: the database could not be used: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt as exc:
+        # SIGTERM (podman stop, Kubernetes) before serving began is a requested stop: 0.
+        return 0 if isinstance(exc, Terminated) else 130
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM before serving began: unwinds like Ctrl-C (the embedded PostgreSQL is stopped
+    on the way out) but is a requested stop, exit code 0."""
 
 
 def _raise_interrupt(_signum: int, _frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
+    raise Terminated
 
 
 @contextlib.contextmanager

@@ -109,6 +109,17 @@ async def migrate(conn: Conn, migrations: list[Migration] | None = None) -> list
         await conn.execute("SELECT set_config('search_path', $1, false)", previous)
 
 
+async def require_schema(conn: Conn) -> None:
+    """`serve --no-migrate`: the migrations are someone else's (a Job); without them, stop with
+    a message that says so rather than the first query's missing relation."""
+    version, expected = await schema_version(conn), len(load_migrations())
+    if version < expected:
+        raise MigrationError(
+            f"the database schema is at migration {version}, this release needs {expected}: "
+            "run `python -m service migrate` first (on Kubernetes, the migration Job)"
+        )
+
+
 async def schema_version(conn: Conn) -> int:
     """The highest applied migration, 0 when none (or no table yet)."""
     exists = await conn.fetchval("SELECT to_regclass('public.schema_migrations') IS NOT NULL")

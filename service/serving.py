@@ -44,6 +44,8 @@ async def serve(
     try:
         if migrate:
             await migrations.migrate(conn)
+        else:
+            await migrations.require_schema(conn)
         new_token = await bootstrap.seed(conn, settings.init_admin_api_tokens)
     finally:
         await conn.close()

@@ -6,6 +6,7 @@ import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -100,6 +101,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
             f"Invalid setting: {source['database_url']}: must be a postgresql:// (or postgres://) "
             "URL"
         )
+    if isinstance(url, str) and (problem := _url_problem(url)):
+        raise ConfigError(f"Invalid setting: {source['database_url']}: {problem}")
     try:
         return msgspec.convert(raw, Settings, strict=False)
     except msgspec.ValidationError as exc:
@@ -133,6 +136,21 @@ def _read_file_setting(name: str, value: str | None, env: Mapping[str, str]) -> 
     if not content.strip():
         raise ConfigError(f"Invalid setting: {file_name}: {path!r} is empty")
     return content
+
+
+def _url_problem(url: str) -> str | None:
+    """What makes a postgresql:// URL unusable before any connection (else asyncpg fails with a
+    traceback at start). Never quotes the URL: it holds the password. Hosts may be a list."""
+    try:
+        netloc = urlsplit(url).netloc
+    except ValueError:
+        return "not a valid URL (unbalanced [ ] around an IPv6 address?)"
+    for host in netloc.rpartition("@")[2].split(","):
+        port = host.partition("]")[2] if host.startswith("[") else host.partition(":")[2]
+        port = port.removeprefix(":") if host.startswith("[") else port
+        if port and not (port.isdigit() and 0 < int(port) <= 65535):
+            return "a port in the URL is not a number from 1 to 65535"
+    return None
 
 
 def _parse_admin_tokens(value: str, name: str) -> tuple[str, ...]:

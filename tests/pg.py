@@ -57,13 +57,15 @@ class PgServer:
         finally:
             await tpl.close()
 
-    async def new_database(self) -> str:
+    async def new_database(self, *, migrated: bool = True) -> str:
+        """A database of its own: a clone of the migrated template, or empty (no schema)."""
         name = f"test_{os.getpid()}_{next(_counter)}"
         conn = await asyncpg.connect(self.admin_dsn)
         try:
             # FILE_COPY (PostgreSQL 15+) clones a small template about 3x faster than WAL_LOG.
             fast = " STRATEGY FILE_COPY" if conn.get_server_version().major >= 15 else ""
-            await conn.execute(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}{fast}")
+            template = f" TEMPLATE {TEMPLATE}{fast}" if migrated else ""
+            await conn.execute(f"CREATE DATABASE {name}{template}")
         finally:
             await conn.close()
         return with_database(self.admin_dsn, name)

@@ -121,7 +121,11 @@ class Harness:
         return env
 
     def start(
-        self, data_dir: Path, *, preexec: Callable[[], None] | None = None, **extra: str
+        self,
+        data_dir: Path,
+        *args: str,
+        preexec: Callable[[], None] | None = None,
+        **extra: str,
     ) -> Server:
         port = free_port()
         env = self.env(data_dir, PORT=str(port), **extra)
@@ -129,7 +133,7 @@ class Harness:
         out, err = self.logs / f"serve-{number}.out", self.logs / f"serve-{number}.err"
         with out.open("wb") as stdout, err.open("wb") as stderr:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "service", "serve"],
+                [sys.executable, "-m", "service", "serve", *args],
                 cwd=ROOT,
                 env=env,
                 stdin=subprocess.DEVNULL,
@@ -141,9 +145,13 @@ class Harness:
         return Server(proc, port, out, err)
 
     async def serve(
-        self, data_dir: Path, *, preexec: Callable[[], None] | None = None, **extra: str
+        self,
+        data_dir: Path,
+        *args: str,
+        preexec: Callable[[], None] | None = None,
+        **extra: str,
     ) -> Server:
-        server = self.start(data_dir, preexec=preexec, **extra)
+        server = self.start(data_dir, *args, preexec=preexec, **extra)
         await wait_ready(server)
         return server
 

@@ -198,3 +198,34 @@ def test_only_the_secrets_have_a_file_form(tmp_path: Path) -> None:
 def test_every_file_form_is_in_the_readme() -> None:
     text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     assert [f for f in FILE_SETTINGS if f"`{f.upper()}_FILE`" not in text] == []
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("postgresql://u:secret-pw@127.0.0.1:notaport/db", "a port in the URL is not a number"),
+        ("postgresql://u:secret-pw@h:70000/db", "a port in the URL is not a number"),
+        ("postgresql://u:secret-pw@h1:5432,h2:x/db", "a port in the URL is not a number"),
+        ("postgresql://u:secret-pw@[::1/db", "not a valid URL"),
+    ],
+)
+def test_a_database_url_that_cannot_be_parsed_stops_the_start_without_quoting_it(
+    url: str, problem: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_settings({"DATABASE_URL": url})
+    assert str(caught.value).startswith(f"Invalid setting: DATABASE_URL: {problem}")
+    assert "secret-pw" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://u:pw@h1:5432,h2:5433/db",  # several hosts (libpq and asyncpg take them)
+        "postgresql://u:pw@[::1]:5432/db",
+        "postgresql:///db?host=/run/postgresql",
+        "postgres://h/db",
+    ],
+)
+def test_database_urls_asyncpg_takes_are_accepted(url: str) -> None:
+    assert load_settings({"DATABASE_URL": url}).database_url == url
