@@ -30,6 +30,15 @@ debian_mirror() {
     echo "${uri:-http://deb.debian.org/debian}"
 }
 
+# The security archive in apt's sources, or DEBIAN_SECURITY_MIRROR.
+debian_security_mirror() {
+    if [ -n "${DEBIAN_SECURITY_MIRROR:-}" ]; then echo "$DEBIAN_SECURITY_MIRROR"; return; fi
+    local uri
+    uri="$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null | sed -n 's/^URIs: *\([^ ]*\).*/\1/p' \
+        | grep security | head -n1 || true)"
+    echo "${uri:-http://deb.debian.org/debian-security}"
+}
+
 base() {
     local image="$1"
     if [ -z "${FORCE_BASE:-}" ] && podman image exists "$image"; then
@@ -45,6 +54,18 @@ base() {
     debootstrap --variant=minbase --include=python3,ca-certificates bookworm "$root" "$mirror" \
         >"$root.log" 2>&1 || { tail -n 30 "$root.log" >&2; rm -f "$root.log"; exit 1; }
     rm -f "$root.log"
+    # debootstrap takes the release as it was; the image gets bookworm-updates and
+    # bookworm-security too, as a registry's bookworm image would.
+    printf 'deb %s bookworm main\ndeb %s bookworm-updates main\ndeb %s bookworm-security main\n' \
+        "$mirror" "$mirror" "$(debian_security_mirror)" >"$root/etc/apt/sources.list"
+    cp /etc/resolv.conf "$root/etc/resolv.conf"
+    chroot "$root" apt-get update -qq
+    chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get upgrade -y -qq >/dev/null
+    chroot "$root" apt-get clean
+    : >"$root/etc/resolv.conf"
+    # No set-user-id programs (su, mount, passwd...): the service never changes user, and a
+    # container started without no-new-privileges would otherwise offer them to an attacker.
+    find "$root" -xdev -type f -perm /6000 -exec chmod ug-s {} +
     # What a runtime never reads: package lists and caches, documentation, locales, man pages.
     rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/* "$root"/var/cache/debconf/*-old \
         "$root"/usr/share/doc/* "$root"/usr/share/man/* "$root"/usr/share/info/* \
@@ -61,13 +82,25 @@ build() {
     if [[ "$base_image" == localhost/* ]] && ! podman image exists "$base_image"; then
         base "$base_image"
     fi
+    # The wheels are built by the host's Python for its platform: it must be the image's 3.11.
+    "$PYTHON" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || {
+        echo "deploy/image.sh: $PYTHON is not Python 3.11, the image's: its wheels would not fit" >&2
+        exit 1
+    }
+    local previous
+    previous="$(podman image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)"
     # The build context: the wheels of the service and its dependencies, nothing else.
     local context=build/image-context
     rm -rf "$context"
     mkdir -p "$context/wheels"
     "$PYTHON" -m pip wheel --quiet --disable-pip-version-check --wheel-dir "$context/wheels" . pip
-    podman build --format docker --file deploy/Containerfile --build-arg "BASE_IMAGE=$base_image" \
+    podman build --layers=false --format docker --file deploy/Containerfile --build-arg "BASE_IMAGE=$base_image" \
         --tag "$image" "$context"
+    # The image this build replaced would stay behind untagged (make image-test and
+    # deploy-test each build): remove it unless a container still uses it.
+    if [ -n "$previous" ] && [ "$previous" != "$(podman image inspect --format '{{.Id}}' "$image")" ]; then
+        podman image rm "$previous" >/dev/null 2>&1 || true
+    fi
     podman image inspect --format '{{.Size}}' "$image" \
         | awk -v image="$image" '{printf "built %s: %.0f MB\n", image, $1 / 1e6}'
 }

@@ -55,8 +55,11 @@ class Proxy:
         self.probe: aiohttp.ClientSession | None = None
 
     async def start(self, _app: web.Application) -> None:
+        # A connection per request: aiohttp's client resends an idempotent request once when
+        # a reused connection turns out closed, which would be a retry; this proxy makes none.
         self.session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=0), timeout=aiohttp.ClientTimeout(total=30)
+            connector=aiohttp.TCPConnector(limit=0, force_close=True),
+            timeout=aiohttp.ClientTimeout(total=30),
         )
         self.probe = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(force_close=True),
