@@ -19,7 +19,7 @@ from service.app import create_app
 from service.appkeys import SETTINGS
 from service.auth import Principal
 from service.settings import Settings
-from tests.pg import PgServer, start_pg15, tune_for_tests
+from tests.pg import PG15_BIN, Cluster, PgServer, start_pg15, tune_for_tests
 from tests.processes import Harness
 
 if TYPE_CHECKING:
@@ -46,6 +46,18 @@ def pg18() -> Iterator[PgServer]:
             yield PgServer(admin, "pg18")
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def cluster() -> Iterator[Cluster]:
+    """A throwaway PostgreSQL 15 of the test's own, to stop, freeze and start (tests/pg.py)."""
+    if not (PG15_BIN / "postgres").exists():
+        pytest.skip("PostgreSQL 15 binaries (/usr/lib/postgresql/15/bin) are absent here")
+    cluster = Cluster()
+    try:
+        yield cluster
+    finally:
+        cluster.destroy()
 
 
 @pytest.fixture(scope="session")

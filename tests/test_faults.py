@@ -25,7 +25,6 @@ import asyncpg
 import psutil
 import pytest
 
-from tests.pg import PG15_BIN, Cluster
 from tests.processes import (
     Harness,
     Server,
@@ -37,24 +36,15 @@ from tests.processes import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable
+
+    from tests.pg import Cluster
 
 pytestmark = pytest.mark.process
 
 ADMIN = "*:*.fault-tests-admin-secret-0123456789abcdef"
 FLAGS = "/api/admin/projects/default/features"
 DATABASE_DOWN = "The database is unavailable; try again shortly"
-
-
-@pytest.fixture
-def cluster() -> Iterator[Cluster]:
-    if not (PG15_BIN / "postgres").exists():
-        pytest.skip("PostgreSQL 15 binaries (/usr/lib/postgresql/15/bin) are absent here")
-    cluster = Cluster()
-    try:
-        yield cluster
-    finally:
-        cluster.destroy()
 
 
 async def create_database(cluster: Cluster) -> str:

@@ -24,15 +24,13 @@ from service.metrics import CONTENT_TYPE, METRICS, Metrics
 from service.settings import Settings
 from tests import factories
 from tests.conftest import ADMIN, ADMIN_TOKEN, AiohttpClient, ServiceTestServer
-from tests.pg import PG15_BIN, Cluster
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
     from aiohttp import web
     from prometheus_client.metrics_core import Metric
 
     from service.connections import Conn
+    from tests.pg import Cluster
 
 Client = TestClient[Any, Any]
 SCRAPE = "/internal-backstage/prometheus"
@@ -256,17 +254,6 @@ def test_apps_in_one_process_keep_their_own_series() -> None:
 
 
 # --- a database that goes away --------------------------------------------------------------
-
-
-@pytest.fixture
-def cluster() -> Iterator[Cluster]:
-    if not (PG15_BIN / "postgres").exists():
-        pytest.skip("PostgreSQL 15 binaries (/usr/lib/postgresql/15/bin) are absent here")
-    cluster = Cluster()
-    try:
-        yield cluster
-    finally:
-        cluster.destroy()
 
 
 @pytest.fixture
