@@ -58,6 +58,8 @@ KINDS = ("create", "clone", "user", "search", "tokens")
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
+    """Not conftest's `cluster`: one server for the module, and no skip without PostgreSQL 15
+    (a container test fails rather than pass without running)."""
     pg = Cluster()
     try:
         yield pg
