@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from service import eventstore
 from service.api_tokens.events import ApiTokenCreated, ApiTokenDeleted
 from service.events import Metadata
@@ -164,9 +166,7 @@ def _flag(log: _Log) -> None:
             FeatureEnvironmentEnabled(name=name, project=project, environment=environment)
         )
     environment, strategy = strategies[0]
-    changed = StrategyData(
-        **{**_fields(strategy), "parameters": {**strategy.parameters, "rollout": "50"}}
-    )
+    changed = msgspec.structs.replace(strategy, parameters={**strategy.parameters, "rollout": "50"})
     events.append(
         StrategyUpdated(name=name, project=project, environment=environment, strategy=changed)
     )
@@ -227,10 +227,6 @@ def _flag(log: _Log) -> None:
             )
     log.flags.append(name)
     log.add(("feature", name), events, rng.choice(ACTORS))
-
-
-def _fields(strategy: StrategyData) -> dict[str, object]:
-    return {f: getattr(strategy, f) for f in strategy.__struct_fields__}
 
 
 def _clone(log: _Log) -> None:
