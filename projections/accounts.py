@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from projections.base import Projection
+from projections.writes import Delete, Greatest, Insert, Table, Update, Write
 from service.users.events import (
     PasswordChanged,
     PersonalAccessTokenCreated,
@@ -25,161 +26,158 @@ from service.users.events import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from service.codec import RecordedEvent
-    from service.connections import Conn
 
-INSERT_ACCOUNT = """
-INSERT INTO users (id, account_type, name, username, email, root_role, created_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
-ON CONFLICT (id) DO NOTHING
-"""
-UPDATE_USER = "UPDATE users SET name = $2, email = $3, root_role = $4 WHERE id = $1"
-UPDATE_SERVICE_ACCOUNT = "UPDATE users SET name = $2, root_role = $3 WHERE id = $1"
-DELETE_ACCOUNT = """
-WITH p AS (DELETE FROM user_passwords WHERE user_id = $1),
-     t AS (DELETE FROM personal_access_tokens WHERE user_id = $1),
-     s AS (DELETE FROM sessions WHERE user_id = $1)
-DELETE FROM users WHERE id = $1
-"""
-SET_PASSWORD = """
-WITH s AS (DELETE FROM sessions WHERE user_id = $1),
-     u AS (UPDATE users SET login_attempts = 0 WHERE id = $1)
-INSERT INTO user_passwords (user_id, password_hash) VALUES ($1, $2)
-ON CONFLICT (user_id) DO UPDATE SET password_hash = excluded.password_hash
-"""
-SIGNED_IN = """
-WITH u AS (UPDATE users SET seen_at = $2, login_attempts = 0 WHERE id = $1)
-INSERT INTO sessions (session_hash, user_id, created_at, expires_at) VALUES ($3, $1, $2, $4)
-ON CONFLICT (session_hash) DO NOTHING
-"""
-SIGN_IN_FAILED = "UPDATE users SET login_attempts = $2 WHERE id = $1"
-SIGNED_OUT = "DELETE FROM sessions WHERE session_hash = $1 AND user_id = $2"
-INSERT_PAT = """
-INSERT INTO personal_access_tokens (id, user_id, secret_hash, secret_hint, description,
-                                    created_at, expires_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
-ON CONFLICT (id) DO NOTHING
-"""
-DELETE_PAT = "DELETE FROM personal_access_tokens WHERE id = $1 AND user_id = $2"
-PATS_SEEN = """
-WITH seen AS (
-    SELECT p.id, greatest(p.seen_at, s.seen_at) AS seen_at
-    FROM personal_access_tokens p
-    JOIN unnest($1::bigint[], $2::timestamptz[]) AS s(id, seen_at) ON s.id = p.id
-)
-UPDATE personal_access_tokens p SET seen_at = seen.seen_at
-FROM seen WHERE p.id = seen.id
-"""
+USERS = Table("users", ("id",))
+USER_PASSWORDS = Table("user_passwords", ("user_id",))
+PERSONAL_ACCESS_TOKENS = Table("personal_access_tokens", ("id",))
+SESSIONS = Table("sessions", ("session_hash",))
 
 
-DELETE_ACCOUNTS = """
-WITH p AS (DELETE FROM user_passwords WHERE user_id = ANY($1::bigint[])),
-     t AS (DELETE FROM personal_access_tokens WHERE user_id = ANY($1::bigint[])),
-     s AS (DELETE FROM sessions WHERE user_id = ANY($1::bigint[]))
-DELETE FROM users WHERE id = ANY($1::bigint[])
-"""
-IMPORT_USERS = """
-INSERT INTO users (id, account_type, name, username, email, root_role, seen_at, created_at)
-SELECT id, 'User', name, username, email, root_role, seen_at, created_at
-FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::integer[],
-            $6::timestamptz[], $7::timestamptz[])
-     AS i(id, name, username, email, root_role, seen_at, created_at)
-ON CONFLICT (id) DO NOTHING
-"""
-IMPORT_PASSWORDS = """
-INSERT INTO user_passwords (user_id, password_hash)
-SELECT id, password_hash FROM unnest($1::bigint[], $2::text[]) AS i(id, password_hash)
-WHERE password_hash IS NOT NULL
-ON CONFLICT (user_id) DO NOTHING
-"""
+def _account(account_id: int, account_type: str, **columns: object) -> Insert:
+    return Insert(USERS, {"id": account_id, "account_type": account_type, **columns})
 
 
-async def _import(conn: Conn, e: UsersImported) -> None:
-    users = e.users
-    ids = [u.user_id for u in users]
-    await conn.execute(
-        IMPORT_USERS,
-        ids,
-        [u.name for u in users],
-        [u.username for u in users],
-        [u.email for u in users],
-        [u.root_role for u in users],
-        [u.seen_at for u in users],
-        [u.created_at for u in users],
-    )
-    await conn.execute(IMPORT_PASSWORDS, ids, [u.password_hash for u in users])
+def _delete_accounts(ids: Sequence[int]) -> list[Write]:
+    """An account goes with its password, tokens and sessions (one shape at a time, so a batch
+    runs as a few pipelined statements)."""
+    return [
+        *(Delete(USER_PASSWORDS, {"user_id": i}) for i in ids),
+        *(Delete(PERSONAL_ACCESS_TOKENS, {"user_id": i}) for i in ids),
+        *(Delete(SESSIONS, {"user_id": i}) for i in ids),
+        *(Delete(USERS, {"id": i}) for i in ids),
+    ]
 
 
-async def apply(conn: Conn, recorded: RecordedEvent) -> None:  # noqa: C901, PLR0912 - a case per type
+def _import(e: UsersImported) -> list[Write]:
+    accounts: list[Write] = [
+        _account(
+            u.user_id,
+            "User",
+            name=u.name,
+            username=u.username,
+            email=u.email,
+            root_role=u.root_role,
+            seen_at=u.seen_at,
+            created_at=u.created_at,
+        )
+        for u in e.users
+    ]
+    passwords = [
+        Insert(USER_PASSWORDS, {"user_id": u.user_id, "password_hash": u.password_hash})
+        for u in e.users
+        if u.password_hash is not None
+    ]
+    return accounts + passwords
+
+
+def writes(recorded: RecordedEvent) -> list[Write]:  # noqa: C901, PLR0911, PLR0912 - a case per type
     match recorded.event:
         case UserCreated() as e:
-            await conn.execute(
-                INSERT_ACCOUNT,
-                e.user_id,
-                "User",
-                e.name,
-                e.username,
-                e.email,
-                e.root_role,
-                e.created_at,
-            )
+            return [
+                _account(
+                    e.user_id,
+                    "User",
+                    name=e.name,
+                    username=e.username,
+                    email=e.email,
+                    root_role=e.root_role,
+                    created_at=e.created_at,
+                )
+            ]
         case UserUpdated() as e:
-            await conn.execute(UPDATE_USER, e.user_id, e.name, e.email, e.root_role)
+            changed = {"name": e.name, "email": e.email, "root_role": e.root_role}
+            return [Update(USERS, {"id": e.user_id}, changed)]
         case UserDeleted() as e:
-            await conn.execute(DELETE_ACCOUNT, e.user_id)
+            return _delete_accounts([e.user_id])
         case PasswordChanged() as e:
-            await conn.execute(SET_PASSWORD, e.user_id, e.password_hash)
+            password = {"user_id": e.user_id, "password_hash": e.password_hash}
+            return [
+                Delete(SESSIONS, {"user_id": e.user_id}),
+                Update(USERS, {"id": e.user_id}, {"login_attempts": 0}),
+                Insert(USER_PASSWORDS, password, update=("password_hash",)),
+            ]
         case UserSignedIn() as e:
-            await conn.execute(
-                SIGNED_IN, e.user_id, e.seen_at, e.session_hash, e.session_expires_at
-            )
+            session = {
+                "session_hash": e.session_hash,
+                "user_id": e.user_id,
+                "created_at": e.seen_at,
+                "expires_at": e.session_expires_at,
+            }
+            seen = {"seen_at": e.seen_at, "login_attempts": 0}
+            return [Update(USERS, {"id": e.user_id}, seen), Insert(SESSIONS, session)]
         case UserSignInFailed() as e:
-            await conn.execute(SIGN_IN_FAILED, e.user_id, e.login_attempts)
+            return [Update(USERS, {"id": e.user_id}, {"login_attempts": e.login_attempts})]
         case UserSignedOut() as e:
-            await conn.execute(SIGNED_OUT, e.session_hash, e.user_id)
+            return [Delete(SESSIONS, {"session_hash": e.session_hash, "user_id": e.user_id})]
         case UsersDeleted() as e:
-            await conn.execute(DELETE_ACCOUNTS, [u.user_id for u in e.users])
+            return _delete_accounts([u.user_id for u in e.users])
         case UsersImported() as e:
-            await _import(conn, e)
+            return _import(e)
         case ServiceAccountCreated() as e:
-            await conn.execute(
-                INSERT_ACCOUNT,
-                e.account_id,
-                "Service Account",
-                e.name,
-                e.username,
-                None,
-                e.root_role,
-                e.created_at,
-            )
+            return [
+                _account(
+                    e.account_id,
+                    "Service Account",
+                    name=e.name,
+                    username=e.username,
+                    email=None,
+                    root_role=e.root_role,
+                    created_at=e.created_at,
+                )
+            ]
         case ServiceAccountUpdated() as e:
-            await conn.execute(UPDATE_SERVICE_ACCOUNT, e.account_id, e.name, e.root_role)
+            changed = {"name": e.name, "root_role": e.root_role}
+            return [Update(USERS, {"id": e.account_id}, changed)]
         case ServiceAccountDeleted() as e:
-            await conn.execute(DELETE_ACCOUNT, e.account_id)
+            return _delete_accounts([e.account_id])
         case PersonalAccessTokenCreated() as e:
-            await conn.execute(
-                INSERT_PAT,
-                e.token_id,
-                e.user_id,
-                e.secret_hash,
-                e.secret_hint,
-                e.description,
-                e.created_at,
-                e.expires_at,
-            )
+            token = {
+                "id": e.token_id,
+                "user_id": e.user_id,
+                "secret_hash": e.secret_hash,
+                "secret_hint": e.secret_hint,
+                "description": e.description,
+                "created_at": e.created_at,
+                "expires_at": e.expires_at,
+            }
+            return [Insert(PERSONAL_ACCESS_TOKENS, token)]
         case PersonalAccessTokenDeleted() as e:
-            await conn.execute(DELETE_PAT, e.token_id, e.user_id)
+            where = {"id": e.token_id, "user_id": e.user_id}
+            return [Delete(PERSONAL_ACCESS_TOKENS, where)]
         case PersonalAccessTokensSeen() as e:
-            if e.seen:
-                ids, times = [u.token_id for u in e.seen], [u.seen_at for u in e.seen]
-                await conn.execute(PATS_SEEN, ids, times)
+            return [
+                Update(PERSONAL_ACCESS_TOKENS, {"id": u.token_id}, {"seen_at": Greatest(u.seen_at)})
+                for u in e.seen
+            ]
         case _:
-            pass
+            return []
 
 
 PROJECTION = Projection(
     name="accounts",
     mode="inline",
-    tables=("users", "user_passwords", "personal_access_tokens", "sessions"),
-    apply=apply,
+    tables=(USERS, USER_PASSWORDS, PERSONAL_ACCESS_TOKENS, SESSIONS),
+    writes=writes,
+    handles=frozenset(
+        {
+            PasswordChanged,
+            PersonalAccessTokenCreated,
+            PersonalAccessTokenDeleted,
+            PersonalAccessTokensSeen,
+            ServiceAccountCreated,
+            ServiceAccountDeleted,
+            ServiceAccountUpdated,
+            UserCreated,
+            UserDeleted,
+            UserSignInFailed,
+            UserSignedIn,
+            UserSignedOut,
+            UserUpdated,
+            UsersDeleted,
+            UsersImported,
+        }
+    ),
 )

@@ -2,41 +2,33 @@
 
 from __future__ import annotations
 
+from datetime import UTC
 from typing import TYPE_CHECKING
 
 from projections.base import Projection
+from projections.writes import Count, Table, Write
 
 if TYPE_CHECKING:
     from service.codec import RecordedEvent
-    from service.connections import Conn
 
-# Idempotent: a row only counts an event whose position is beyond the last one it counted.
-COUNT_EVENT = """
-INSERT INTO activity_daily (day, actor_kind, actor_id, actor_name, events, last_position)
-VALUES (($1::timestamptz AT TIME ZONE 'UTC')::date, $2, $3, $4, 1, $5)
-ON CONFLICT (day, actor_kind, actor_id) DO UPDATE
-SET events = activity_daily.events + 1,
-    actor_name = excluded.actor_name,
-    last_position = excluded.last_position
-WHERE activity_daily.last_position < excluded.last_position
-"""
+ACTIVITY_DAILY = Table("activity_daily", ("day", "actor_kind", "actor_id"))
 
 
-async def apply(conn: Conn, recorded: RecordedEvent) -> None:
+def writes(recorded: RecordedEvent) -> list[Write]:
+    """Idempotent: a row only counts an event beyond the last position it counted."""
     meta = recorded.metadata
-    await conn.execute(
-        COUNT_EVENT,
-        recorded.recorded_at,
-        meta.actor_kind,
-        meta.actor_id,
-        meta.actor_name,
-        recorded.position,
-    )
+    row = {
+        "day": at.date()
+        if (at := recorded.recorded_at).tzinfo is UTC
+        else at.astimezone(UTC).date(),
+        "actor_kind": meta.actor_kind,
+        "actor_id": meta.actor_id,
+        "actor_name": meta.actor_name,
+        "last_position": recorded.position,
+    }
+    return [Count(ACTIVITY_DAILY, row, counter="events", guard="last_position")]
 
 
 PROJECTION = Projection(
-    name="activity_daily",
-    mode="async",
-    tables=("activity_daily",),
-    apply=apply,
+    name="activity_daily", mode="async", tables=(ACTIVITY_DAILY,), writes=writes, handles=None
 )

@@ -1,25 +1,30 @@
-"""What a projection is: its tables and a function applying one recorded event to them."""
+"""What a projection is: its tables and a pure function from one recorded event to writes."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
+from projections.writes import Table, Write
 from service.codec import RecordedEvent
-from service.connections import Conn
 
-Apply = Callable[[Conn, RecordedEvent], Awaitable[None]]
+if TYPE_CHECKING:
+    from service.events import Event
+
+Writes = Callable[[RecordedEvent], list[Write]]
 
 
 @dataclass(frozen=True)
 class Projection:
-    """Tables are unqualified names in schema `readmodel`; SQL must not qualify them, so that
-    verify can rebuild them into a scratch schema through search_path. `apply` dispatches with
-    `match` on the event type and ignores the types it does not read; it is idempotent and
-    uses ON CONFLICT (columns), never constraint names (scratch copies rename constraints)."""
+    """Tables are unqualified names in schema `readmodel`: writes never qualify them, so that a
+    rebuild can target a scratch schema or temporary tables through search_path. `writes`
+    dispatches with `match` on the event type and returns [] for the types it does not read;
+    its writes are idempotent (inserts on the primary key, counters guarded by position)."""
 
     name: str
     mode: Literal["inline", "async"]
-    tables: tuple[str, ...]
-    apply: Apply
+    tables: tuple[Table, ...]
+    writes: Writes
+    # The event types `writes` reads (None: every event); a rebuild skips the others.
+    handles: frozenset[type[Event]] | None

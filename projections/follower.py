@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import asyncpg
 import structlog
 
+from projections import writes
 from projections.registry import ASYNC
 from service import connections, eventstore
 from service.logs import Throttled
@@ -44,8 +45,7 @@ async def catch_up_once(pool: asyncpg.Pool, projection: Projection, batch: int =
         if checkpoint is None:
             return 0
         async for records in eventstore.read_all(conn, after=checkpoint, batch=batch):
-            for record in records:
-                await projection.apply(conn, record)
+            await writes.execute(conn, [w for r in records for w in projection.writes(r)])
             last = records[-1].position
             assert last is not None
             await conn.execute(SAVE_CHECKPOINT, projection.name, last)

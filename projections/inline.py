@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from projections.registry import INLINE
+from projections import writes
+from projections.registry import INLINE, reading
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -15,6 +16,12 @@ if TYPE_CHECKING:
 
 async def apply_inline(conn: Conn, records: Sequence[RecordedEvent]) -> None:
     """The event store's inline hook: same transaction, before the global section."""
-    for record in records:
-        for projection in INLINE:
-            await projection.apply(conn, record)
+    await writes.execute(
+        conn,
+        [
+            w
+            for record in records
+            for projection in reading(type(record.event), INLINE)
+            for w in projection.writes(record)
+        ],
+    )

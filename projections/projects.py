@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from projections.base import Projection
+from projections.writes import Delete, Insert, Table, Update, Write
 from service.projects.events import (
     EnvironmentCreated,
     ProjectArchived,
@@ -15,46 +16,60 @@ from service.projects.events import (
 
 if TYPE_CHECKING:
     from service.codec import RecordedEvent
-    from service.connections import Conn
 
-INSERT_ENVIRONMENT = """
-INSERT INTO environments (name, type, sort_order, created_at) VALUES ($1, $2, $3, $4)
-ON CONFLICT (name) DO NOTHING
-"""
-INSERT_PROJECT = """
-INSERT INTO projects (id, name, description, created_at) VALUES ($1, $2, $3, $4)
-ON CONFLICT (id) DO NOTHING
-"""
-ENABLE = """
-INSERT INTO project_environments (project_id, environment) SELECT $1, unnest($2::text[])
-ON CONFLICT (project_id, environment) DO NOTHING
-"""
-DISABLE = "DELETE FROM project_environments WHERE project_id = $1 AND environment = $2"
-ARCHIVE = "UPDATE projects SET archived_at = $2 WHERE id = $1"
+ENVIRONMENTS = Table("environments", ("name",))
+PROJECTS = Table("projects", ("id",))
+PROJECT_ENVIRONMENTS = Table("project_environments", ("project_id", "environment"))
 
 
-async def apply(conn: Conn, recorded: RecordedEvent) -> None:
+def _enable(project_id: str, environment: str) -> Insert:
+    return Insert(PROJECT_ENVIRONMENTS, {"project_id": project_id, "environment": environment})
+
+
+def writes(recorded: RecordedEvent) -> list[Write]:
     match recorded.event:
         case EnvironmentCreated() as e:
-            await conn.execute(
-                INSERT_ENVIRONMENT, e.name, e.environment_type, e.sort_order, e.created_at
-            )
+            row = {
+                "name": e.name,
+                "type": e.environment_type,
+                "sort_order": e.sort_order,
+                "created_at": e.created_at,
+            }
+            return [Insert(ENVIRONMENTS, row)]
         case ProjectCreated() as e:
-            await conn.execute(INSERT_PROJECT, e.project_id, e.name, e.description, e.created_at)
-            await conn.execute(ENABLE, e.project_id, e.environments)
+            project = {
+                "id": e.project_id,
+                "name": e.name,
+                "description": e.description,
+                "created_at": e.created_at,
+            }
+            return [
+                Insert(PROJECTS, project),
+                *(_enable(e.project_id, environment) for environment in e.environments),
+            ]
         case ProjectArchived() as e:
-            await conn.execute(ARCHIVE, e.project_id, e.archived_at)
+            return [Update(PROJECTS, {"id": e.project_id}, {"archived_at": e.archived_at})]
         case ProjectEnvironmentEnabled() as e:
-            await conn.execute(ENABLE, e.project_id, [e.environment])
+            return [_enable(e.project_id, e.environment)]
         case ProjectEnvironmentDisabled() as e:
-            await conn.execute(DISABLE, e.project_id, e.environment)
+            where = {"project_id": e.project_id, "environment": e.environment}
+            return [Delete(PROJECT_ENVIRONMENTS, where)]
         case _:
-            pass
+            return []
 
 
 PROJECTION = Projection(
     name="projects",
     mode="inline",
-    tables=("environments", "projects", "project_environments"),
-    apply=apply,
+    tables=(ENVIRONMENTS, PROJECTS, PROJECT_ENVIRONMENTS),
+    writes=writes,
+    handles=frozenset(
+        {
+            EnvironmentCreated,
+            ProjectArchived,
+            ProjectCreated,
+            ProjectEnvironmentDisabled,
+            ProjectEnvironmentEnabled,
+        }
+    ),
 )

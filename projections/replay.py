@@ -4,17 +4,30 @@ from __future__ import annotations
 
 import asyncio
 import random
-from typing import TYPE_CHECKING
+import time
+from typing import TYPE_CHECKING, NamedTuple
 
 import asyncpg
+import structlog
 
 from projections.follower import SAVE_CHECKPOINT
-from projections.rebuild import create_scratch, names, rebuild, tables
+from projections.rebuild import (
+    add_keys,
+    create_scratch,
+    names,
+    rebuild,
+    rebuild_to_head,
+    table_specs,
+    tables,
+)
 from projections.registry import ASYNC
 from service import eventstore
 
 if TYPE_CHECKING:
+    from projections.writes import Table
     from service.connections import Conn
+
+log = structlog.get_logger()
 
 REPLAY_LOCK = 0x666C616A  # one replay at a time
 REPLAY_SCHEMA = "replay_scratch"
@@ -28,67 +41,116 @@ class ReplayBusy(Exception):
     """The swap could not take its locks: writers held them every time it tried."""
 
 
-# Columns a copy writes: generated ones (users.search_*) are computed by PostgreSQL.
+# Columns an INSERT writes: generated ones (users.search_*) are computed by PostgreSQL.
 STORED_COLUMNS = """
 SELECT array_agg(quote_ident(a.attname) ORDER BY a.attnum) FROM pg_attribute a
 WHERE a.attrelid = ('readmodel.' || quote_ident($1))::regclass
   AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
 """
+# Events still to apply after which the catch-up moves under the swap's locks.
+SWAP_BACKLOG = 1_000
 
 
 async def replay(conn: Conn) -> int:
     """Rebuild every read model from the log; returns the events applied.
 
-    The long part (every event through the handlers) runs into scratch tables without locks;
-    the swap (`_swap`) then takes the locks and copies the tables in.
+    1. Without locks: every event is applied in memory, following the head until fewer than
+       SWAP_BACKLOG are left, and copied into scratch tables, which then get their keys;
+       writers go on meanwhile.
+    2. Without locks: the events appended meanwhile are applied to the scratch tables as SQL.
+    3. `_swap`, under locks that stop writers (not readers) for its duration: the last events,
+       then each live table is made equal to its rebuild by deleting the rows that differ and
+       inserting the missing ones: when the read models were right, nothing is written.
     """
     await conn.execute("SELECT pg_advisory_lock($1)", REPLAY_LOCK)
     try:
         await conn.execute(f"DROP SCHEMA IF EXISTS {REPLAY_SCHEMA} CASCADE")
         async with conn.transaction():
-            await create_scratch(conn, REPLAY_SCHEMA)
-        first = await eventstore.head(conn)
+            await create_scratch(conn, REPLAY_SCHEMA, indexes=False)
+        started = time.perf_counter()
         async with conn.transaction():
             await conn.execute(f"SET LOCAL search_path = {REPLAY_SCHEMA}, public")
-            count = await rebuild(conn, dict.fromkeys(names(), first))
-        count += await _swap(conn, first)
-        return count
+            count, done = await rebuild_to_head(conn, SWAP_BACKLOG)
+            rebuilt = time.perf_counter()
+            await add_keys(conn, REPLAY_SCHEMA)
+        for table in tables():
+            await conn.execute(f"ANALYZE {REPLAY_SCHEMA}.{table}")
+        keyed = time.perf_counter()
+        head = await eventstore.head(conn)
+        if head - done > 0:
+            async with conn.transaction():
+                await conn.execute(f"SET LOCAL search_path = {REPLAY_SCHEMA}, public")
+                count += await rebuild(conn, dict.fromkeys(names(), head), after=done)
+            done = head
+        caught_up = time.perf_counter()
+        swapped = await _swap(conn, done)
+        log.info(
+            "replay_done",
+            events=count + swapped.events,
+            rebuild_seconds=round(rebuilt - started, 3),
+            keys_seconds=round(keyed - rebuilt, 3),
+            catch_up_seconds=round(caught_up - keyed, 3),
+            swap_seconds=round(swapped.seconds, 3),
+            swap_attempts=swapped.attempts,
+            rows_rewritten=swapped.rows,
+        )
+        return count + swapped.events
     finally:
         await conn.execute(f"DROP SCHEMA IF EXISTS {REPLAY_SCHEMA} CASCADE")
         await conn.execute("SELECT pg_advisory_unlock($1)", REPLAY_LOCK)
 
 
-async def _swap(conn: Conn, first: int) -> int:
-    """Take the locks writers and runners take (checkpoint rows, every read-model table, the
-    log head), apply what arrived since `first`, copy the tables in. A lock not granted at once
-    rolls the swap back and it tries again a moment later, so no writer ever deadlocks with it.
+class Swapped(NamedTuple):
+    events: int  # applied under the locks
+    seconds: float  # the locks held, in the attempt that succeeded: writers waited this long
+    attempts: int
+    rows: int  # live rows deleted or inserted to match the rebuild (0 when they were right)
+
+
+async def _swap(conn: Conn, done: int) -> Swapped:
+    """Take the locks writers and runners take (checkpoint rows, every read-model table in
+    EXCLUSIVE mode, which lets plain reads go on, the log head), apply what arrived since
+    `done`, and bring each live table to its rebuild. A lock not granted at once rolls the swap
+    back and it tries again a moment later, so no writer ever deadlocks with it.
     """
-    for _ in range(SWAP_ATTEMPTS):
+    for attempt in range(1, SWAP_ATTEMPTS + 1):
         try:
             async with conn.transaction():
                 await conn.execute(f"SET LOCAL lock_timeout = '{SWAP_LOCK_TIMEOUT}'")
                 await conn.execute(
                     "SELECT name FROM projection_checkpoints ORDER BY name FOR UPDATE"
                 )
-                await conn.execute(f"LOCK TABLE {', '.join(tables())} IN ACCESS EXCLUSIVE MODE")
+                await conn.execute(f"LOCK TABLE {', '.join(tables())} IN EXCLUSIVE MODE")
                 last = await eventstore.lock_head(conn)
+                locked = time.perf_counter()
                 await conn.execute("SET LOCAL lock_timeout = 0")
                 await conn.execute(f"SET LOCAL search_path = {REPLAY_SCHEMA}, public")
-                count = await rebuild(conn, dict.fromkeys(names(), last), after=first)
+                count = await rebuild(conn, dict.fromkeys(names(), last), after=done)
                 await conn.execute("SET LOCAL search_path = readmodel, public")
-                for table in tables():
-                    await conn.execute(f"TRUNCATE readmodel.{table}")
-                    columns = ", ".join(await conn.fetchval(STORED_COLUMNS, table))
-                    copy = (
-                        f"INSERT INTO readmodel.{table} ({columns}) "  # noqa: S608 - our constants
-                        f"SELECT {columns} FROM {REPLAY_SCHEMA}.{table}"
-                    )
-                    await conn.execute(copy)
+                rows = sum([await _converge(conn, table) for table in table_specs()])
                 for projection in ASYNC:
                     await conn.execute(SAVE_CHECKPOINT, projection.name, last)
-                return count
+            return Swapped(count, time.perf_counter() - locked, attempt, rows)
         except asyncpg.LockNotAvailableError:
             await asyncio.sleep(random.uniform(0.05, 0.25))  # noqa: S311 - not for secrets
     raise ReplayBusy(
         f"replay could not lock the read models in {SWAP_ATTEMPTS} tries; writers held them"
     )
+
+
+async def _converge(conn: Conn, table: Table) -> int:
+    """Delete the live rows the rebuild does not have as they are, insert the rebuilt rows the
+    live table then lacks. Both sides have the same columns in the same order (LIKE)."""
+    live, scratch = f"readmodel.{table.name}", f"{REPLAY_SCHEMA}.{table.name}"
+    key = ", ".join(table.key)
+    columns = ", ".join(await conn.fetchval(STORED_COLUMNS, table.name))
+    # Our constants only: table and column names from the registry and the catalog.
+    deleted = await conn.execute(
+        f"DELETE FROM {live} WHERE ({key}) IN "  # noqa: S608
+        f"(SELECT {key} FROM (TABLE {live} EXCEPT TABLE {scratch}) d)"
+    )
+    inserted = await conn.execute(
+        f"INSERT INTO {live} ({columns}) SELECT {columns} "  # noqa: S608
+        f"FROM (TABLE {scratch} EXCEPT TABLE {live}) d"
+    )
+    return int(deleted.split()[-1]) + int(inserted.split()[-1])

@@ -6,39 +6,43 @@ from typing import TYPE_CHECKING
 
 from projections import shapes
 from projections.base import Projection
+from projections.writes import Delete, Insert, Table, Update, Write
 from service.features.events import SegmentCreated, SegmentDeleted, SegmentUpdated
 
 if TYPE_CHECKING:
     from service.codec import RecordedEvent
-    from service.connections import Conn
 
-INSERT = """
-INSERT INTO segments (id, name, description, constraints, created_at) VALUES ($1, $2, $3, $4, $5)
-ON CONFLICT (id) DO NOTHING
-"""
-UPDATE = "UPDATE segments SET name = $2, description = $3, constraints = $4 WHERE id = $1"
-DELETE = "DELETE FROM segments WHERE id = $1"
+SEGMENTS = Table("segments", ("id",))
 
 
-async def apply(conn: Conn, recorded: RecordedEvent) -> None:
+def writes(recorded: RecordedEvent) -> list[Write]:
     match recorded.event:
         case SegmentCreated() as e:
-            constraints = shapes.constraints(e.constraints)
-            await conn.execute(
-                INSERT, e.segment_id, e.name, e.description, constraints, e.created_at
-            )
+            row = {
+                "id": e.segment_id,
+                "name": e.name,
+                "description": e.description,
+                "constraints": shapes.constraints(e.constraints),
+                "created_at": e.created_at,
+            }
+            return [Insert(SEGMENTS, row)]
         case SegmentUpdated() as e:
-            constraints = shapes.constraints(e.constraints)
-            await conn.execute(UPDATE, e.segment_id, e.name, e.description, constraints)
+            changed = {
+                "name": e.name,
+                "description": e.description,
+                "constraints": shapes.constraints(e.constraints),
+            }
+            return [Update(SEGMENTS, {"id": e.segment_id}, changed)]
         case SegmentDeleted() as e:
-            await conn.execute(DELETE, e.segment_id)
+            return [Delete(SEGMENTS, {"id": e.segment_id})]
         case _:
-            pass
+            return []
 
 
 PROJECTION = Projection(
     name="segments",
     mode="inline",
-    tables=("segments",),
-    apply=apply,
+    tables=(SEGMENTS,),
+    writes=writes,
+    handles=frozenset({SegmentCreated, SegmentDeleted, SegmentUpdated}),
 )

@@ -112,12 +112,12 @@ async def _check_read_models(conn: Conn, report: Report) -> None:
         for r in await conn.fetch("SELECT name, position FROM projection_checkpoints")
     }
     upto = {p.name: (head if p.mode == "inline" else checkpoints.get(p.name, 0)) for p in ALL}
-    await create_scratch(conn, "verify_scratch")
+    await create_scratch(conn, "verify_scratch", indexes=False)
     await conn.execute("SET LOCAL search_path = verify_scratch, public")
     await rebuild(conn, upto)
     await conn.execute("SET LOCAL search_path = readmodel, public")
     for projection in ALL:
-        for table in projection.tables:
+        for table in (t.name for t in projection.tables):
             diff = await conn.fetchval(
                 f"SELECT count(*) FROM ((TABLE readmodel.{table} EXCEPT ALL "  # noqa: S608 - ours
                 f"TABLE verify_scratch.{table}) UNION ALL (TABLE verify_scratch.{table} "

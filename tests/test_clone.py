@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from projections import features as features_projection
+from projections import writes
 from projections.verify import verify
 from service import auth, eventstore
 from service.appkeys import POOL
@@ -144,7 +145,7 @@ async def test_the_clone_event_alone_rebuilds_the_copy(
     client: Client, app: web.Application, source: dict[str, Any]
 ) -> None:
     await client.post(clone_url(), json={"name": "copy"}, headers=ADMIN)
-    tables = features_projection.PROJECTION.tables
+    tables = [t.name for t in features_projection.PROJECTION.tables]
     async with app[POOL].acquire() as conn, conn.transaction():
         (cloned,) = await eventstore.read_stream(conn, ("feature", "copy"))
         assert isinstance(cloned.event, FeatureCloned)
@@ -158,7 +159,7 @@ async def test_the_clone_event_alone_rebuilds_the_copy(
                 f"CREATE TABLE only_clone.{table} (LIKE readmodel.{table} INCLUDING ALL)"
             )
         await conn.execute("SET LOCAL search_path = only_clone, public")
-        await features_projection.apply(conn, cloned)
+        await writes.execute(conn, features_projection.writes(cloned))
         await conn.execute("SET LOCAL search_path = readmodel, public")
         for table, key in [
             ("features", "name"),

@@ -20,6 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from projections import writes
 from projections.registry import ALL
 from service import codec
 from service.codec import EVENT_TYPES, RecordedEvent
@@ -142,7 +143,7 @@ async def test_every_sample_projects_into_the_read_models(conn: Conn) -> None:
         await tx.start()
         try:
             for projection in ALL:
-                await projection.apply(conn, recorded)
+                await writes.execute(conn, projection.writes(recorded))
         except Exception as exc:
             pytest.fail(f"{name} v{version} does not project: {exc!r}")
         finally:
@@ -177,7 +178,7 @@ async def _project_and_read(conn: Conn, event: codec.DomainEvent, query: str) ->
     await tx.start()
     try:
         for projection in ALL:
-            await projection.apply(conn, _recorded(event, 1))
+            await writes.execute(conn, projection.writes(_recorded(event, 1)))
         return await conn.fetchval(query)
     finally:
         await tx.rollback()

@@ -97,7 +97,9 @@ class _Log:
     project: str = "default"
 
     def add(self, stream: tuple[str, str], events: list[DomainEvent], actor: Metadata) -> None:
-        self.batch.append((stream, events, actor))
+        # Every request has an id of its own, as the service's metadata has.
+        request_id = str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+        self.batch.append((stream, events, msgspec.structs.replace(actor, request_id=request_id)))
         self.pending += len(events)
 
     def ident(self) -> int:

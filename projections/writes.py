@@ -1,0 +1,158 @@
+"""Read-model writes as data, and the SQL that carries them out.
+
+A projection maps one recorded event to a list of writes (pure, no I/O). Two interpreters run
+them: `execute` below turns them into SQL on the tables of the current search_path (the write
+transaction, the async follower, the short catch-up of a replay), and `projections.memory`
+applies them to rows in memory for a rebuild from the start, which it then copies in bulk.
+Both follow PostgreSQL's semantics for these few shapes, and `verify` compares their results.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from service.connections import Conn
+
+
+class Table(NamedTuple):
+    """A read-model table: its unqualified name and primary key columns."""
+
+    name: str
+    key: tuple[str, ...]
+
+
+class Greatest(NamedTuple):
+    """As an update value: the larger of the column and this value; NULL loses (greatest())."""
+
+    value: Any
+
+
+class Insert(NamedTuple):
+    """Insert a row; when its key is taken, overwrite the `update` columns (none: keep it)."""
+
+    table: Table
+    values: dict[str, Any]
+    update: tuple[str, ...] = ()
+
+
+class Update(NamedTuple):
+    """Set columns of the rows whose columns equal `where` (never NULL)."""
+
+    table: Table
+    where: dict[str, Any]
+    values: dict[str, Any]
+
+
+class Delete(NamedTuple):
+    """Delete the rows whose columns equal `where` (never NULL)."""
+
+    table: Table
+    where: dict[str, Any]
+
+
+class Count(NamedTuple):
+    """A counter row: insert it with `counter` = 1, or add 1 and overwrite the other columns,
+    but only for a `guard` value above the row's (so the same event never counts twice)."""
+
+    table: Table
+    values: dict[str, Any]
+    counter: str
+    guard: str
+
+
+Write = Insert | Update | Delete | Count
+# (Named tuples: a rebuild makes millions of these, and a tuple is the cheapest to make.)
+
+
+def _columns(names: Iterable[str]) -> str:
+    return ", ".join(names)
+
+
+@functools.cache
+def _insert_sql(table: Table, columns: tuple[str, ...], update: tuple[str, ...]) -> str:
+    params = ", ".join(f"${i}" for i in range(1, len(columns) + 1))
+    conflict = (
+        "DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in update)
+        if update
+        else "DO NOTHING"
+    )
+    # Names are the projections' constants; values go as $n parameters.
+    return (
+        f"INSERT INTO {table.name} ({_columns(columns)}) VALUES ({params}) "  # noqa: S608
+        f"ON CONFLICT ({_columns(table.key)}) {conflict}"
+    )
+
+
+@functools.cache
+def _update_sql(table: Table, columns: tuple[tuple[str, bool], ...], where: tuple[str, ...]) -> str:
+    sets = ", ".join(
+        f"{c} = greatest({c}, ${i})" if greatest else f"{c} = ${i}"
+        for i, (c, greatest) in enumerate(columns, start=1)
+    )
+    return f"UPDATE {table.name} SET {sets} WHERE {_where(where, len(columns))}"  # noqa: S608
+
+
+@functools.cache
+def _delete_sql(table: Table, where: tuple[str, ...]) -> str:
+    return f"DELETE FROM {table.name} WHERE {_where(where, 0)}"  # noqa: S608 - our names
+
+
+@functools.cache
+def _count_sql(table: Table, columns: tuple[str, ...], counter: str, guard: str) -> str:
+    params = ", ".join(f"${i}" for i in range(1, len(columns) + 1))
+    others = [c for c in columns if c not in table.key]
+    sets = ", ".join(
+        [f"{counter} = {table.name}.{counter} + 1"] + [f"{c} = excluded.{c}" for c in others]
+    )
+    return (
+        f"INSERT INTO {table.name} ({_columns(columns)}, {counter}) VALUES ({params}, 1) "  # noqa: S608
+        f"ON CONFLICT ({_columns(table.key)}) DO UPDATE SET {sets} "
+        f"WHERE {table.name}.{guard} < excluded.{guard}"
+    )
+
+
+def _where(columns: tuple[str, ...], offset: int) -> str:
+    return " AND ".join(f"{c} = ${offset + i}" for i, c in enumerate(columns, start=1))
+
+
+def render(write: Write) -> tuple[str, tuple[Any, ...]]:
+    """The statement and its arguments; one statement text per shape, so asyncpg prepares
+    each shape once per connection."""
+    match write:
+        case Insert(table, values, update):
+            return _insert_sql(table, tuple(values), update), tuple(values.values())
+        case Update(table, where, values):
+            shape = tuple((c, isinstance(v, Greatest)) for c, v in values.items())
+            args = [v.value if isinstance(v, Greatest) else v for v in values.values()]
+            return _update_sql(table, shape, tuple(where)), (*args, *where.values())
+        case Delete(table, where):
+            return _delete_sql(table, tuple(where)), tuple(where.values())
+        case Count(table, values, counter, guard):
+            return _count_sql(table, tuple(values), counter, guard), tuple(values.values())
+    raise AssertionError(write)  # pragma: no cover - the union is closed
+
+
+async def execute(conn: Conn, writes: Iterable[Write]) -> None:
+    """Run writes in order; a run of one shape goes as one pipelined executemany."""
+    statement: str | None = None
+    rows: list[tuple[Any, ...]] = []
+    for write in writes:
+        sql, args = render(write)
+        if sql != statement:
+            await _flush(conn, statement, rows)
+            statement, rows = sql, []
+        rows.append(args)
+    await _flush(conn, statement, rows)
+
+
+async def _flush(conn: Conn, statement: str | None, rows: list[tuple[Any, ...]]) -> None:
+    if statement is None or not rows:
+        return
+    if len(rows) == 1:
+        await conn.execute(statement, *rows[0])
+    else:
+        await conn.executemany(statement, rows)
