@@ -1,0 +1,141 @@
+"""tools/verify_export.py re-verifies an export without the database: an intact export
+passes; a changed byte, a deleted line, swapped lines, a cut file are found at the first bad
+position. Its jsonb text rule is checked against PostgreSQL itself."""
+
+from __future__ import annotations
+
+import ast
+import io
+import json
+import subprocess
+import sys
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from service import cli
+from tests.bench.biglog import generate
+from tests.factories import append, noted
+from tools.verify_export import text
+
+if TYPE_CHECKING:
+    from service.connections import Conn
+
+TOOL = Path(__file__).resolve().parents[1] / "tools" / "verify_export.py"
+HOSTILE = 'quote " backslash \\ tab \t newline \n bell \x07 del \x7f é 東京 🚀 \u2028'
+
+
+def run(lines: list[str]) -> tuple[int, str]:
+    done = subprocess.run(
+        [sys.executable, str(TOOL), "-"],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.returncode, done.stdout.strip()
+
+
+async def exported(conn: Conn) -> list[str]:
+    await generate(conn, 300, seed=7)
+    await append(conn, [noted(1, HOSTILE), noted(2, "x" * 3000)])
+    out = io.StringIO()
+    await cli.export(conn, out)
+    return out.getvalue().split("\n")[:-1]  # not splitlines(): U+2028 is no line end here
+
+
+async def test_an_intact_export_passes_and_each_tampering_names_its_first_bad_position(
+    conn: Conn,
+) -> None:
+    lines = await exported(conn)
+    count = len(lines)
+    assert run(lines) == (0, f"OK: {count} events, chain intact")
+    assert run(lines[100:])[0] == 0  # an export made with --after checks from its first line
+
+    changed = lines.copy()  # one byte of one event's data: the hostile text's "quote"
+    at = next(i for i, line in enumerate(lines) if "quote" in line)
+    changed[at] = lines[at].replace("quote", "quotf", 1)
+    assert run(changed) == (
+        1,
+        f"FAILED: position {at + 1} (line {at + 1}): hash does not match its content",
+    )
+
+    assert run(lines[:40] + lines[41:]) == (
+        1,
+        "FAILED: position 42 (line 41): expected position 41",
+    )
+    swapped = [*lines[:60], lines[61], lines[60], *lines[62:]]
+    assert run(swapped) == (1, "FAILED: position 62 (line 61): expected position 61")
+    code, out = run([*lines[:-1], lines[-1][:-20]])
+    assert code == 1
+    assert out.startswith(f"FAILED: line {count}: not an exported event")
+    assert run([]) == (1, "FAILED: empty export")
+    assert run(["{not json"])[1].startswith("FAILED: line 1: not an exported event")
+
+
+async def test_changed_metadata_or_time_is_found(conn: Conn) -> None:
+    lines = await exported(conn)
+    metadata = lines.copy()
+    metadata[5] = lines[5].replace('"actor_id": "', '"actor_id": "x', 1)
+    assert metadata[5] != lines[5]
+    assert run(metadata) == (1, "FAILED: position 6 (line 6): hash does not match its content")
+    shifted = lines.copy()  # the same instant written one hour off
+    shifted[9] = lines[9].replace("+00:00", "+01:00", 1)
+    assert shifted[9] != lines[9]
+    assert run(shifted) == (1, "FAILED: position 10 (line 10): hash does not match its content")
+
+
+def test_the_tool_is_short_and_uses_only_the_standard_library() -> None:
+    source = TOOL.read_text()
+    assert len(source.splitlines()) < 80
+    imported = {
+        alias.name.split(".")[0]
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in (
+            node.names if isinstance(node, ast.Import) else [ast.alias(node.module or "")]
+        )
+    }
+    assert imported <= set(sys.stdlib_module_names)
+
+
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**30), max_value=10**30)
+    | st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00")),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.text(
+                st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"), max_size=6
+            ),
+            inner,
+            max_size=5,
+        )
+    ),
+    max_leaves=20,
+)
+
+
+def _plain(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+async def test_numbers_keep_the_digits_postgresql_prints(conn: Conn) -> None:
+    printed = await conn.fetchval(
+        "SELECT '[1.50, 1e3, -0, 0.000, -2.5e-3, 123456789012345678901234567890]'::jsonb::text"
+    )
+    assert text(json.loads(printed, parse_float=Decimal)) == printed
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(value=JSON)
+async def test_text_is_what_postgresql_prints_for_jsonb(conn: Conn, value: Any) -> None:
+    printed = await conn.fetchval("SELECT $1::jsonb::text", _plain(value))
+    assert text(json.loads(printed, parse_float=Decimal)) == printed
