@@ -52,7 +52,12 @@ INSERT INTO streams AS s (stream_type, stream_key, version) VALUES ($1, $2, $3)
 ON CONFLICT ON CONSTRAINT streams_pkey DO UPDATE SET version = s.version + $3
 RETURNING version
 """
-APPEND = "SELECT out_position, out_hash FROM eventstore_append($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+# The global section numbers the events, chains them and gives them their time (under the head
+# lock, never going back: times rise with positions). $9, the caller's time, is ignored.
+APPEND = """
+SELECT out_position, out_recorded_at
+FROM eventstore_append($1, $2, $3, $4, $5, $6, $7, $8, $9)
+"""
 SELECT_BY_EVENT_IDS = """
 SELECT position, stream_type, stream_key, stream_version, event_id, type, schema_version,
        data::text AS data, metadata::text AS metadata, recorded_at
@@ -107,6 +112,8 @@ async def append(  # noqa: PLR0913 - the envelope has this many parts
             raise PartialDuplicate("Some of these events were already appended")
     last = await _advance_stream(conn, stream, expected, len(events))
     first = last - len(events) + 1
+    # The real time is given in the global section (returned below); inline projections see
+    # this earlier one and must not depend on it (`verify` would find a rebuild that differs).
     recorded_at = datetime.now(UTC)
     records = [
         RecordedEvent(
@@ -141,7 +148,9 @@ async def append(  # noqa: PLR0913 - the envelope has this many parts
             raise
         raise PartialDuplicate("These events are being appended by another transaction") from None
     return [
-        msgspec.structs.replace(record, position=row["out_position"])
+        msgspec.structs.replace(
+            record, position=row["out_position"], recorded_at=row["out_recorded_at"]
+        )
         for record, row in zip(records, rows, strict=True)
     ]
 

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import asyncpg
 import pytest
 
-from service import connections, migrations
+from service import connections, eventstore, migrations
 
 if TYPE_CHECKING:
     from service.connections import Conn
@@ -83,3 +86,68 @@ def test_a_directory_without_migrations_is_refused_not_taken_as_an_empty_schema(
 ) -> None:
     with pytest.raises(migrations.MigrationError, match="no migration files"):
         migrations.load_migrations(tmp_path)
+
+
+async def test_a_log_written_before_0012_gets_its_search_columns_and_keeps_verifying(
+    empty_dsn: str,
+) -> None:
+    """An installation of the previous release: its events get kind, project and author
+    columns; the head takes their latest time, and the previous release's call of the append
+    function (with its own time, now ignored) still works."""
+    files = migrations.load_migrations()
+    conn = await connections.connect(empty_dsn)
+    try:
+        await migrations.migrate(conn, files[:11])
+        # The previous release's statement, prepared (and cached) before the migration.
+        old_append = (
+            "SELECT out_position, out_hash FROM eventstore_append("
+            + ", ".join(f"${n}" for n in range(1, 10))
+            + ")"
+        )
+        metadata = '{"actor_id": "user:7", "actor_name": "Ada", "actor_kind": "user"}'
+        stale = '{"type": "FeatureStaleSet", "name": "f", "project": "p", "stale": true}'
+        later = datetime(2030, 1, 1, tzinfo=UTC)
+        async with conn.transaction():
+            await conn.fetch(
+                old_append,
+                "feature",
+                "f",
+                1,
+                [uuid.uuid4()],
+                ["FeatureStaleSet"],
+                [1],
+                [stale],
+                metadata,
+                later,
+            )
+        await migrations.migrate(conn)
+        row = await conn.fetchrow("SELECT kind, project, actor_user_id, recorded_at FROM events")
+        assert row is not None
+        assert (row["kind"], row["project"], row["actor_user_id"]) == ("feature-stale-on", "p", 7)
+        assert await conn.fetchval("SELECT recorded_at FROM log_head") == later
+        async with conn.transaction():  # the previous release's call, after the migration
+            out = await conn.fetchrow(
+                old_append,
+                "feature",
+                "f",
+                2,
+                [uuid.uuid4()],
+                ["FeatureStaleSet"],
+                [1],
+                [stale.replace("true", "false")],
+                metadata,
+                datetime(2000, 1, 1, tzinfo=UTC),
+            )
+        assert out is not None
+        rows = await conn.fetch("SELECT kind, recorded_at FROM events ORDER BY position")
+        assert [r["kind"] for r in rows] == ["feature-stale-on", "feature-stale-off"]
+        assert rows[1]["recorded_at"] == later  # given in the global section, never behind
+        async with conn.transaction():  # the chain covers the time the head gave
+            links = [link async for link in eventstore.chain(conn)]
+        previous = bytes(32)
+        for link in links:
+            assert link.prev_hash == previous
+            assert hashlib.sha256(previous + link.canonical.encode()).digest() == link.hash
+            previous = link.hash
+    finally:
+        await conn.close()

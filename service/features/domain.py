@@ -399,30 +399,33 @@ def tag_value(body_value: str) -> str:
     return value
 
 
-def _flag_active(name: str, *, active: bool) -> None:
-    if not active:
+def _active_flag_project(name: str, project: str | None) -> str:
+    """The project of an active flag; None stands for no active flag of that name."""
+    if project is None:
         raise NotFound(f"There is no active flag named {name}")
+    return project
 
 
 def add_tag(
-    name: str, body: TagBody, *, flag_active: bool, has_tag: bool, now: datetime
+    name: str, body: TagBody, *, project: str | None, has_tag: bool, now: datetime
 ) -> FeatureTagged:
+    """`project`: the flag's, None when no active flag has that name."""
     value = tag_value(body.value)
     if body.type not in TAG_TYPES:
         raise ValidationError(f"Tag type {body.type} does not exist - at `$.type`")
-    _flag_active(name, active=flag_active)
+    project = _active_flag_project(name, project)
     if has_tag:
         raise Conflict(f"Flag {name} already has the tag {body.type}:{value}")
-    return FeatureTagged(name=name, tag_type=body.type, value=value, tagged_at=now)
+    return FeatureTagged(name=name, tag_type=body.type, value=value, tagged_at=now, project=project)
 
 
 def remove_tag(
-    name: str, tag_type: str, value: str, *, flag_active: bool, has_tag: bool
+    name: str, tag_type: str, value: str, *, project: str | None, has_tag: bool
 ) -> FeatureUntagged:
-    _flag_active(name, active=flag_active)
+    project = _active_flag_project(name, project)
     if not has_tag:
         raise NotFound(f"Flag {name} has no tag {tag_type}:{value}")
-    return FeatureUntagged(name=name, tag_type=tag_type, value=value)
+    return FeatureUntagged(name=name, tag_type=tag_type, value=value, project=project)
 
 
 # --- dependencies -----------------------------------------------------------------------------

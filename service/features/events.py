@@ -166,20 +166,23 @@ class EnvironmentVariantsSet(Event, frozen=True, kw_only=True, tag="EnvironmentV
 
 
 class FeatureTagged(Event, frozen=True, kw_only=True, tag="FeatureTagged"):
-    """A tag was put on the flag."""
+    """A tag was put on the flag. `project` (the flag's) is recorded since the event log
+    became searchable by project; older events lack it."""
 
     name: str
     tag_type: str
     value: str
     tagged_at: datetime
+    project: str | None = None
 
 
 class FeatureUntagged(Event, frozen=True, kw_only=True, tag="FeatureUntagged"):
-    """A tag was taken off the flag."""
+    """A tag was taken off the flag (`project` as in FeatureTagged)."""
 
     name: str
     tag_type: str
     value: str
+    project: str | None = None
 
 
 class DependencyAdded(Event, frozen=True, kw_only=True, tag="DependencyAdded"):

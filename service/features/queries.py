@@ -153,7 +153,9 @@ SELECT sort_order FROM feature_strategies WHERE id = $1 AND feature_name = $2 AN
 # Strategies take FOR SHARE on the segments they reference, deletes take FOR UPDATE:
 # a segment cannot vanish under a strategy that is being saved with it.
 LOCK_SEGMENTS_SHARED = "SELECT id FROM segments WHERE id = ANY($1::integer[]) FOR SHARE"
-LOCK_FEATURE_BY_NAME = "SELECT 1 FROM features WHERE name = $1 AND archived_at IS NULL FOR UPDATE"
+LOCK_FEATURE_BY_NAME = """
+SELECT project FROM features WHERE name = $1 AND archived_at IS NULL FOR UPDATE
+"""
 HAS_TAG = """
 SELECT EXISTS (SELECT 1 FROM feature_tags WHERE feature_name = $1 AND type = $2 AND value = $3)
 """

@@ -33,11 +33,10 @@ async def add_tag(request: web.Request) -> web.Response:
     body = await read_json(request, TagBody)
     value = domain.tag_value(body.value)
     async with transaction(request) as conn:
-        flag_active = await conn.fetchval(queries.LOCK_FEATURE_BY_NAME, name) is not None
         event = domain.add_tag(
             name,
             body,
-            flag_active=flag_active,
+            project=await conn.fetchval(queries.LOCK_FEATURE_BY_NAME, name),
             has_tag=await conn.fetchval(queries.HAS_TAG, name, body.type, value),
             now=datetime.now(UTC),
         )
@@ -49,12 +48,11 @@ async def remove_tag(request: web.Request) -> web.Response:
     name = request.match_info["featureName"]
     tag_type, value = request.match_info["type"], request.match_info["value"]
     async with transaction(request) as conn:
-        flag_active = await conn.fetchval(queries.LOCK_FEATURE_BY_NAME, name) is not None
         event = domain.remove_tag(
             name,
             tag_type,
             value,
-            flag_active=flag_active,
+            project=await conn.fetchval(queries.LOCK_FEATURE_BY_NAME, name),
             has_tag=await conn.fetchval(queries.HAS_TAG, name, tag_type, value),
         )
         await store.append(conn, domain.stream(name), [event], actor(request))
