@@ -23,6 +23,7 @@ from service.appkeys import (
     Lifecycle,
     Resolver,
 )
+from service.audit import handlers as audit
 from service.errors import NotReady
 from service.features.handlers import clone, dependencies, flags, segments, strategies, tags
 from service.http import BODY_LIMIT, MIDDLEWARES, Route, json_response
@@ -85,6 +86,7 @@ ROUTES: list[Route] = [
     *dependencies.ROUTES,
     *clone.ROUTES,
     *segments.ROUTES,
+    *audit.ROUTES,
 ]
 
 

@@ -390,3 +390,169 @@ async def export(conn: Conn, after: int = 0, prefetch: int = 2000) -> AsyncItera
             prev_hash=row["prev_hash"],
             hash=row["hash"],
         )
+
+
+# --- the log as the audit reads it (service/audit) --------------------------------------------
+
+LOG_COLUMNS = """
+position, stream_type, stream_key, stream_version, event_id, type, schema_version,
+data::text AS data, metadata::text AS metadata, recorded_at, encode(hash, 'hex') AS hash, kind,
+project, actor_user_id
+"""
+# Times rise with positions (the global section gives them): a time is a position.
+FIRST_AT_OR_AFTER = """
+SELECT position FROM events WHERE recorded_at >= $1 ORDER BY recorded_at, position LIMIT 1
+"""
+LAST_AT_OR_BEFORE = """
+SELECT position FROM events WHERE recorded_at <= $1
+ORDER BY recorded_at DESC, position DESC LIMIT 1
+"""
+RECORDED_AT = "SELECT recorded_at FROM events WHERE position = $1"
+# Events of some streams up to a version each, of some types, in log order.
+STREAM_HISTORY = (
+    f"SELECT {LOG_COLUMNS} "  # noqa: S608 - our column list
+    "FROM unnest($1::text[], $2::text[], $3::integer[]) AS s(stream_type, stream_key, upto) "
+    "JOIN events e USING (stream_type, stream_key) "
+    "WHERE e.stream_version <= s.upto AND e.type = ANY($4::text[]) ORDER BY e.position"
+)
+# The import batch that brought a user in, before a position (UsersImported is rare: kind index).
+IMPORT_OF_USER = (
+    f"SELECT {LOG_COLUMNS} FROM events "  # noqa: S608 - our column list
+    "WHERE kind = 'UsersImported' AND position < $2 "
+    "AND data -> 'users' @> jsonb_build_array(jsonb_build_object('user_id', $1::bigint)) "
+    "ORDER BY position DESC LIMIT 1"
+)
+
+
+class LogEntry(msgspec.Struct, frozen=True, kw_only=True):
+    """A stored event with what the log's search columns say of it."""
+
+    recorded: RecordedEvent
+    hash: str  # hex
+    kind: str  # Unleash's event type, or the stored type where Unleash has none
+    project: str | None
+    actor_user_id: int | None
+
+
+class LogFilter(msgspec.Struct, frozen=True, kw_only=True):
+    """What a search of the log keeps; None: no condition. `since` and `until` are exclusive
+    position bounds (a time range, made positions); a page's cursor is given apart."""
+
+    kinds: list[str] | None = None
+    projects: list[str] | None = None
+    features: list[str] | None = None
+    actors: list[int] | None = None
+    with_project: bool = False  # only events that belong to a project
+    since: int | None = None
+    until: int | None = None
+
+
+def _log_entry(row: asyncpg.Record) -> LogEntry:
+    return LogEntry(
+        recorded=_record(row),
+        hash=row["hash"],
+        kind=row["kind"],
+        project=row["project"],
+        actor_user_id=row["actor_user_id"],
+    )
+
+
+def _conditions(
+    found: LogFilter, args: list[object], after: int | None = None, before: int | None = None
+) -> str:
+    """The WHERE clause of a search, its values appended to args as $n parameters."""
+
+    def param(value: object) -> str:
+        args.append(value)
+        return f"${len(args)}"
+
+    clauses = []
+    if found.kinds is not None:
+        clauses.append(f"kind = ANY({param(found.kinds)}::text[])")
+    if found.projects is not None:
+        clauses.append(f"project = ANY({param(found.projects)}::text[])")
+    if found.features is not None:
+        clauses.append(f"stream_type = 'feature' AND stream_key = ANY({param(found.features)})")
+    if found.actors is not None:
+        clauses.append(f"actor_user_id = ANY({param(found.actors)}::bigint[])")
+    if found.with_project:
+        clauses.append("project IS NOT NULL")
+    lowest = [p for p in (found.since, after) if p is not None]
+    highest = [p for p in (found.until, before) if p is not None]
+    if lowest:
+        clauses.append(f"position > {param(max(lowest))}")
+    if highest:
+        clauses.append(f"position < {param(min(highest))}")
+    return " AND ".join(clauses) or "true"
+
+
+async def search(  # noqa: PLR0913 - a page of a search has this many parts
+    conn: Conn,
+    found: LogFilter,
+    *,
+    limit: int,
+    offset: int = 0,
+    after: int | None = None,
+    before: int | None = None,
+) -> list[LogEntry]:
+    """A page of the events the filter keeps: newest first, or, from a position `after`,
+    oldest first (so that a follower pages forward without gaps)."""
+    args: list[object] = []
+    where = _conditions(found, args, after, before)
+    order = "ASC" if after is not None else "DESC"
+    # Only fixed fragments and $n parameters: values never enter the text.
+    sql = (
+        f"SELECT {LOG_COLUMNS} FROM events WHERE {where} "  # noqa: S608
+        f"ORDER BY position {order} LIMIT {limit:d} OFFSET {offset:d}"
+    )
+    return [_log_entry(row) for row in await conn.fetch(sql, *args)]
+
+
+async def count(conn: Conn, found: LogFilter) -> int:
+    """How many events the filter keeps (the log's length when it keeps every event)."""
+    if found == LogFilter():
+        return await head(conn)  # positions are dense: as many events as the last position
+    args: list[object] = []
+    where = _conditions(found, args)
+    return int(await conn.fetchval(f"SELECT count(*) FROM events WHERE {where}", *args))  # noqa: S608
+
+
+async def first_at_or_after(conn: Conn, moment: datetime) -> int | None:
+    """The first event recorded at or after a time; None when none was yet."""
+    position = await conn.fetchval(FIRST_AT_OR_AFTER, moment)
+    return None if position is None else int(position)
+
+
+async def last_at_or_before(conn: Conn, moment: datetime) -> int:
+    """The last event recorded at or before a time: the log's state then (0: none yet)."""
+    position = await conn.fetchval(LAST_AT_OR_BEFORE, moment)
+    return 0 if position is None else int(position)
+
+
+async def time_of(conn: Conn, position: int) -> datetime | None:
+    """When the event at a position was recorded; None for no such event."""
+    moment: datetime | None = await conn.fetchval(RECORDED_AT, position)
+    return moment
+
+
+async def stream_history(
+    conn: Conn, upto: dict[tuple[str, str], int], types: Sequence[str]
+) -> list[LogEntry]:
+    """The events of these types in these streams, each up to its stream version, in order."""
+    if not upto:
+        return []
+    streams = list(upto)
+    rows = await conn.fetch(
+        STREAM_HISTORY,
+        [s[0] for s in streams],
+        [s[1] for s in streams],
+        [upto[s] for s in streams],
+        list(types),
+    )
+    return [_log_entry(row) for row in rows]
+
+
+async def import_of_user(conn: Conn, user_id: int, before: int) -> LogEntry | None:
+    """The `import-users` batch that brought a user in, if one did before a position."""
+    row = await conn.fetchrow(IMPORT_OF_USER, user_id, before)
+    return None if row is None else _log_entry(row)

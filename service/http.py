@@ -95,6 +95,34 @@ def principal(request: web.Request) -> Principal:
     return request[PRINCIPAL]
 
 
+MAX_DIGITS: Final = 9  # a whole-number query parameter (limit, offset) has at most this many
+
+
+def query_param(request: web.Request, name: str) -> str | None:
+    """A query parameter given at most once (twice is ambiguous: which one counts?)."""
+    values = request.query.getall(name, [])
+    if len(values) > 1:
+        raise errors.ValidationError(f"{name} may be given only once - at `{name}`")
+    return values[0] if values else None
+
+
+def int_param(
+    request: web.Request, name: str, default: int, low: int, digits: int = MAX_DIGITS
+) -> int:
+    """A whole-number query parameter >= low (absent or empty: the default)."""
+    raw = query_param(request, name)
+    if raw is None or raw == "":
+        return default
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > digits:
+        raise errors.ValidationError(
+            f"{name} must be a whole number >= {low} of at most {digits} digits - at `{name}`"
+        )
+    value = int(raw)
+    if value < low:
+        raise errors.ValidationError(f"{name} must be a whole number >= {low} - at `{name}`")
+    return value
+
+
 _decoders: dict[type[Any], msgspec.json.Decoder[Any]] = {}
 # PostgreSQL text cannot hold NUL: refuse its JSON escape (not an escaped backslash before it).
 _NUL_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")

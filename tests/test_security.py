@@ -104,6 +104,9 @@ ROUTE_PERMISSIONS = [
     ("GET", "/api/admin/segments/{id}", "READ"),
     ("PUT", "/api/admin/segments/{id}", "UPDATE_SEGMENT"),
     ("DELETE", "/api/admin/segments/{id}", "DELETE_SEGMENT"),
+    ("GET", "/api/admin/events", "ADMIN"),
+    ("GET", "/api/admin/events/{featureName}", "READ"),
+    ("GET", "/api/admin/search/events", "READ"),
 ]
 # The root roles' permissions, as the README documents them (ADMIN implies every other one).
 ROLE_PERMISSIONS = {
@@ -255,6 +258,16 @@ async def test_no_secret_or_password_leaks(
         headers=ADMIN,
     )
     await call("POST", "/logout", headers=me, allow_redirects=False)
+    # The event log shows every event above, and none of the hashes that stand for secrets.
+    log_answers = [
+        await (await call("GET", path, headers=ADMIN)).text()
+        for path in ("/api/admin/events", "/api/admin/search/events?limit=1000")
+    ]
+    assert '"user-created"' in log_answers[1]
+    hashes = [auth.hash_secret(secrets[s]) for s in secrets if s != "password"]
+    for text in log_answers:
+        assert "$argon2" not in text
+        assert not [h for h in hashes if h in text]
     await app[POOL].fetchval("SELECT 1")
     async with app[POOL].acquire() as conn:
         stored = await everything_stored(conn)

@@ -26,8 +26,7 @@ from typing import TYPE_CHECKING, Final
 
 from service import auth
 from service.appkeys import POOL
-from service.errors import ValidationError
-from service.http import Route, json_response
+from service.http import Route, int_param, json_response, query_param
 from service.users import queries
 from service.users.responses import User, UserList, root_roles
 
@@ -39,7 +38,6 @@ if TYPE_CHECKING:
 MIN_QUERY: Final = 2
 DEFAULT_LIMIT: Final = 100
 MAX_LIMIT: Final = 1000
-MAX_DIGITS: Final = 9  # limit and offset
 HEAD: Final = 1000  # people walked in name order by the first statement
 # What fetching, checking and sorting one trigram match costs, in people walked in name order
 # (measured at 1,000,000 users: a walk checks about four people a microsecond; a trigram match
@@ -54,32 +52,10 @@ LAST_CHARACTER: Final = "\U0010ffff"
 WORD_BREAK: Final = re.compile(r"[\W_]+")
 
 
-def _int_param(request: web.Request, name: str, default: int, low: int) -> int:
-    raw = _single(request, name)
-    if raw is None or raw == "":
-        return default
-    if not (raw.isascii() and raw.isdigit()) or len(raw) > MAX_DIGITS:
-        raise ValidationError(
-            f"{name} must be a whole number >= {low} of at most {MAX_DIGITS} digits - at `{name}`"
-        )
-    value = int(raw)
-    if value < low:
-        raise ValidationError(f"{name} must be a whole number >= {low} - at `{name}`")
-    return value
-
-
-def _single(request: web.Request, name: str) -> str | None:
-    """A query parameter given at most once (twice is ambiguous: which one counts?)."""
-    values = request.query.getall(name, [])
-    if len(values) > 1:
-        raise ValidationError(f"{name} may be given only once - at `{name}`")
-    return values[0] if values else None
-
-
 async def search_users(request: web.Request) -> web.Response:
-    limit = min(_int_param(request, "limit", DEFAULT_LIMIT, 1), MAX_LIMIT)
-    offset = _int_param(request, "offset", 0, 0)
-    q = (_single(request, "q") or "").strip()
+    limit = min(int_param(request, "limit", DEFAULT_LIMIT, 1), MAX_LIMIT)
+    offset = int_param(request, "offset", 0, 0)
+    q = (query_param(request, "q") or "").strip()
     if len(q) < MIN_QUERY:  # behavior.md: no users, and the root roles there are
         return json_response(UserList(users=[], root_roles=root_roles()))
     if "\x00" in q:  # no stored text holds NUL (and PostgreSQL text cannot)

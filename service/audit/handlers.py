@@ -1,0 +1,167 @@
+"""HTTP handlers of the event log: Unleash's /api/admin/events, /api/admin/events/:featureName
+and /api/admin/search/events (its filters, plus a cursor by log position)."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Final
+
+from service import auth, eventstore
+from service.appkeys import POOL
+from service.audit import queries
+from service.audit.instants import day_or_time
+from service.audit.responses import (
+    EventList,
+    EventSearchResult,
+    FeatureEventList,
+    LogEvent,
+    log_event,
+)
+from service.errors import ValidationError
+from service.eventstore import LogFilter
+from service.http import Route, int_param, json_response, principal, query_param
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from aiohttp import web
+
+LIST_LIMIT: Final = 100  # Unleash's lists show the last 100
+SEARCH_LIMIT: Final = 50  # Unleash's default page
+MAX_LIMIT: Final = 1000  # and its largest
+POSITION_DIGITS: Final = 18
+# Unleash's filter syntax: an operator, then comma-separated values.
+_FILTER = re.compile(r"^(IS|IS_ANY_OF):(.+)$", re.DOTALL)
+_USER_ID = re.compile(r"^-?[0-9]{1,18}$")
+# Unleash's free-text `query` reads every event's data; not offered (a scan of the whole log).
+_REFUSED: Final = ("query",)
+
+
+async def list_events(request: web.Request) -> web.Response:
+    """The last 100 events, or the last 100 of one project."""
+    project = query_param(request, "project")
+    found = LogFilter(projects=[project] if project else None)
+    events, total = await _read(request, found, limit=LIST_LIMIT)
+    return json_response(EventList(events=events, total_events=total))
+
+
+async def feature_events(request: web.Request) -> web.Response:
+    """The last 100 events of one flag (an unknown name has none)."""
+    name = request.match_info["featureName"]
+    events, total = await _read(request, LogFilter(features=[name]), limit=LIST_LIMIT)
+    return json_response(FeatureEventList(toggle_name=name, events=events, total_events=total))
+
+
+async def search_events(request: web.Request) -> web.Response:
+    """Newest first; `before`/`after` a position page without offsets (`after`: oldest first).
+    Principals without ADMIN see only events that belong to a project, as in Unleash."""
+    for name in _REFUSED:
+        if name in request.query:
+            raise ValidationError(
+                f"{name} (free text over event data) is not supported: filter by type, "
+                f"project, feature, createdBy, from and to - at `{name}`"
+            )
+    actors = _filter(request, "createdBy")
+    if actors is not None and not all(_USER_ID.match(a) for a in actors):
+        raise ValidationError("createdBy takes user ids (IS:<id>) - at `createdBy`")
+    found = LogFilter(
+        kinds=_filter(request, "type"),
+        projects=_filter(request, "project"),
+        features=_filter(request, "feature"),
+        actors=None if actors is None else [int(a) for a in actors],
+        with_project=not principal(request).can(auth.ADMIN),
+    )
+    events, total = await _read(
+        request,
+        found,
+        limit=min(int_param(request, "limit", SEARCH_LIMIT, 1), MAX_LIMIT),
+        offset=int_param(request, "offset", 0, 0),
+        after=_position(request, "after"),
+        before=_position(request, "before"),
+        since=_time(request, "from", end=False),
+        until=_time(request, "to", end=True),
+    )
+    return json_response(EventSearchResult(events=events, total=total))
+
+
+async def _read(  # noqa: PLR0913 - a search's parts
+    request: web.Request,
+    found: LogFilter,
+    *,
+    limit: int,
+    offset: int = 0,
+    after: int | None = None,
+    before: int | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> tuple[list[LogEvent], int]:
+    """One snapshot: the time range as positions, the page, the total, what the page's streams
+    held before its events."""
+    async with (
+        request.app[POOL].acquire() as conn,
+        conn.transaction(isolation="repeatable_read", readonly=True),
+    ):
+        if since is not None:
+            first = await eventstore.first_at_or_after(conn, since)
+            found = _bounded(
+                found, since=await eventstore.head(conn) if first is None else first - 1
+            )
+        if until is not None:
+            first = await eventstore.first_at_or_after(conn, until)
+            if first is not None:
+                found = _bounded(found, until=first)
+        page = await eventstore.search(
+            conn, found, limit=limit, offset=offset, after=after, before=before
+        )
+        total = await eventstore.count(conn, found)
+        context = await queries.contexts(conn, page)
+    events = [log_event(e, context[e.recorded.position]) for e in page if e.recorded.position]
+    return events, total
+
+
+def _bounded(found: LogFilter, *, since: int | None = None, until: int | None = None) -> LogFilter:
+    return LogFilter(
+        kinds=found.kinds,
+        projects=found.projects,
+        features=found.features,
+        actors=found.actors,
+        with_project=found.with_project,
+        since=found.since if since is None else since,
+        until=found.until if until is None else until,
+    )
+
+
+def _filter(request: web.Request, name: str) -> list[str] | None:
+    """`IS:value` or `IS_ANY_OF:a,b` (Unleash's operators); the values trimmed."""
+    raw = query_param(request, name)
+    if raw is None or raw == "":
+        return None
+    match = _FILTER.match(raw)
+    values = [v.strip() for v in match[2].split(",")] if match else []
+    if not values or not all(values):
+        raise ValidationError(f"{name} must be IS:<value> or IS_ANY_OF:<value>,... - at `{name}`")
+    return values
+
+
+def _position(request: web.Request, name: str) -> int | None:
+    if query_param(request, name) in (None, ""):
+        return None
+    return int_param(request, name, 0, 0, digits=POSITION_DIGITS)
+
+
+def _time(request: web.Request, name: str, *, end: bool) -> datetime | None:
+    """Unleash's `IS:yyyy-MM-dd` (a whole UTC day, `to` included), or an RFC 3339 time."""
+    raw = query_param(request, name)
+    if raw is None or raw == "":
+        return None
+    value = raw.removeprefix("IS:")
+    if value == raw:
+        raise ValidationError(f"{name} must be IS:yyyy-MM-dd or IS:<RFC 3339 time> - at `{name}`")
+    return day_or_time(value, name, end=end)
+
+
+ROUTES = [
+    Route("GET", "/api/admin/events", list_events, auth.ADMIN),
+    Route("GET", "/api/admin/events/{featureName}", feature_events, auth.READ),
+    Route("GET", "/api/admin/search/events", search_events, auth.READ),
+]
