@@ -23,14 +23,16 @@ if TYPE_CHECKING:
 Key = Any  # a one-column key's value, or the tuple of a wider key's values
 Row = dict[str, Any]
 
-# The stored columns of a table on the search path and their defaults, as SQL text.
+# The stored columns of some tables (on the search path, or qualified) and their defaults, as
+# SQL text; `table_number` is the table's index in the array, from 0.
 COLUMNS = """
-SELECT a.attname AS name, pg_get_expr(d.adbin, d.adrelid) AS default_sql
-FROM pg_attribute a
+SELECT t.number - 1 AS table_number, a.attname AS name,
+       pg_get_expr(d.adbin, d.adrelid) AS default_sql
+FROM unnest($1::text[]) WITH ORDINALITY AS t(name, number)
+JOIN pg_attribute a ON a.attrelid = to_regclass(t.name)
 LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped
-  AND a.attgenerated = ''
-ORDER BY a.attnum
+WHERE a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
+ORDER BY t.number, a.attnum
 """
 
 
@@ -121,16 +123,24 @@ class MemoryTables:
     async def copy_into(self, conn: Conn, schema: str | None = None) -> None:
         """COPY every table into the empty table of that name (in `schema`, else the first
         on the search path), columns the writes never set taking the table's defaults."""
-        for name, rows in self.rows.items():
-            qualified = f"{schema}.{name}" if schema else name
-            columns = await conn.fetch(COLUMNS, qualified)
-            names = [c["name"] for c in columns]
-            defaults = await _defaults(conn, [c["default_sql"] for c in columns])
-            records = [tuple(map(row.get, names, defaults)) for row in rows.values()]
-            if records:
-                await conn.copy_records_to_table(
-                    name, records=records, columns=names, schema_name=schema
-                )
+        filled = {name: rows for name, rows in self.rows.items() if rows}
+        if not filled:
+            return
+        qualified = [f"{schema}.{name}" if schema else name for name in filled]
+        columns = await conn.fetch(COLUMNS, qualified)
+        defaults = await _defaults(conn, [c["default_sql"] for c in columns])
+        for number, (name, rows) in enumerate(filled.items()):
+            layout = [
+                (c["name"], default)
+                for c, default in zip(columns, defaults, strict=True)
+                if c["table_number"] == number
+            ]
+            names = [column for column, _ in layout]
+            values = [default for _, default in layout]
+            records = [tuple(map(row.get, names, values)) for row in rows.values()]
+            await conn.copy_records_to_table(
+                name, records=records, columns=names, schema_name=schema
+            )
 
 
 def _greatest(old: Any, new: Greatest) -> Any:

@@ -37,10 +37,11 @@ def table_specs() -> list[Table]:
 async def create_scratch(conn: Conn, schema: str, *, indexes: bool = True) -> None:
     """Empty copies of every read-model table: same columns and defaults, and with `indexes`
     its keys and indexes too (without, a bulk load is faster; `add_keys` adds the keys)."""
-    await conn.execute(f"CREATE SCHEMA {schema}")
     like = "INCLUDING ALL" if indexes else "INCLUDING DEFAULTS INCLUDING GENERATED"
-    for table in tables():
-        await conn.execute(f"CREATE TABLE {schema}.{table} (LIKE readmodel.{table} {like})")
+    statements = [f"CREATE SCHEMA {schema}"] + [
+        f"CREATE TABLE {schema}.{table} (LIKE readmodel.{table} {like})" for table in tables()
+    ]
+    await conn.execute(";\n".join(statements))  # one round trip (a past state makes these often)
 
 
 async def add_keys(conn: Conn, schema: str) -> None:

@@ -22,6 +22,7 @@ from projections.rebuild import (
 )
 from projections.registry import ASYNC
 from service import eventstore
+from service.connections import set_search_path
 
 if TYPE_CHECKING:
     from projections.writes import Table
@@ -69,7 +70,7 @@ async def replay(conn: Conn) -> int:
             await create_scratch(conn, REPLAY_SCHEMA, indexes=False)
         started = time.perf_counter()
         async with conn.transaction():
-            await conn.execute(f"SET LOCAL search_path = {REPLAY_SCHEMA}, public")
+            await conn.execute(set_search_path(REPLAY_SCHEMA))
             count, done = await rebuild_to_head(conn, SWAP_BACKLOG)
             rebuilt = time.perf_counter()
             await add_keys(conn, REPLAY_SCHEMA)
@@ -79,7 +80,7 @@ async def replay(conn: Conn) -> int:
         head = await eventstore.head(conn)
         if head - done > 0:
             async with conn.transaction():
-                await conn.execute(f"SET LOCAL search_path = {REPLAY_SCHEMA}, public")
+                await conn.execute(set_search_path(REPLAY_SCHEMA))
                 count += await rebuild(conn, dict.fromkeys(names(), head), after=done)
             done = head
         caught_up = time.perf_counter()
@@ -124,9 +125,9 @@ async def _swap(conn: Conn, done: int) -> Swapped:
                 last = await eventstore.lock_head(conn)
                 locked = time.perf_counter()
                 await conn.execute("SET LOCAL lock_timeout = 0")
-                await conn.execute(f"SET LOCAL search_path = {REPLAY_SCHEMA}, public")
+                await conn.execute(set_search_path(REPLAY_SCHEMA))
                 count = await rebuild(conn, dict.fromkeys(names(), last), after=done)
-                await conn.execute("SET LOCAL search_path = readmodel, public")
+                await conn.execute(set_search_path("readmodel"))
                 rows = sum([await _converge(conn, table) for table in table_specs()])
                 for projection in ASYNC:
                     await conn.execute(SAVE_CHECKPOINT, projection.name, last)

@@ -12,6 +12,7 @@ from projections.rebuild import create_scratch, rebuild
 from projections.registry import ALL
 from service import eventstore
 from service.codec import UnknownEventType, decode
+from service.connections import set_search_path
 
 if TYPE_CHECKING:
     from service.connections import Conn
@@ -113,9 +114,9 @@ async def _check_read_models(conn: Conn, report: Report) -> None:
     }
     upto = {p.name: (head if p.mode == "inline" else checkpoints.get(p.name, 0)) for p in ALL}
     await create_scratch(conn, "verify_scratch", indexes=False)
-    await conn.execute("SET LOCAL search_path = verify_scratch, public")
+    await conn.execute(set_search_path("verify_scratch"))
     await rebuild(conn, upto)
-    await conn.execute("SET LOCAL search_path = readmodel, public")
+    await conn.execute(set_search_path("readmodel"))
     for projection in ALL:
         for table in (t.name for t in projection.tables):
             diff = await conn.fetchval(

@@ -8,7 +8,16 @@ from asyncpg.pool import PoolConnectionProxy
 # A plain connection or one borrowed from the pool: the code paths accept both.
 Conn = asyncpg.Connection | PoolConnectionProxy
 
-SEARCH_PATH = "readmodel, public"
+# pg_temp listed last: a session's temporary tables (past states, service/audit/past.py) never
+# shadow the read models (unlisted, PostgreSQL would search it first).
+SEARCH_PATH = "readmodel, public, pg_temp"
+
+
+def set_search_path(schema: str) -> str:
+    """The statement that puts a schema's tables first for the rest of the transaction, before
+    public and, explicitly last, the session's temporary tables (see SEARCH_PATH). Every
+    search_path the code sets is made here (tests/test_layout.py)."""
+    return f"SET LOCAL search_path = {schema}, public, pg_temp"
 # A connection attempt gives up after this long (asyncpg's default is 60 s): while the database
 # host does not answer at all, requests get their 503 soon instead of hanging.
 CONNECT_TIMEOUT = 5.0

@@ -30,6 +30,7 @@ from service.appkeys import (
     SETTINGS,
     TOKEN_USAGE,
 )
+from service.audit.instants import parse_instant
 from service.auth import Principal
 from service.logs import Throttled
 from service.metrics import METRICS
@@ -59,6 +60,7 @@ class Route:
     handler: Handler
     permission: str
     body: bool = False  # True: the route reads a JSON body, so the content type is checked
+    past: bool = False  # True: `?at=` reads the state at a past instant (service/audit/past.py)
 
 
 def json_response(body: Any, status: int = 200) -> web.Response:
@@ -356,18 +358,28 @@ async def _resolve(request: web.Request) -> Principal | None:
 
 @web.middleware
 async def content_type(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Routes that read a body accept application/json only (415 otherwise).
+    """Routes that read a body accept application/json only (415 otherwise); only routes that
+    read a past state take `?at=` (400 elsewhere, rather than an answer about the present).
 
     Also: no name we store can contain NUL, so a path parameter with one names nothing.
     """
     if any("\x00" in value for value in request.match_info.values()):
         raise errors.NotFound("Could not find the requested resource")
-    if request.method in _BODY_METHODS:
-        route = request.app[ROUTE_TABLE].get(request.match_info.route)
-        if route is not None and route.body and request.content_type != "application/json":
-            raise errors.ContentTypeError(
-                "The request payload type is not supported: send Content-Type: application/json"
-            )
+    route = request.app[ROUTE_TABLE].get(request.match_info.route)
+    if route is None:
+        return await handler(request)
+    if "at" in request.query:
+        if not route.past:
+            raise errors.ValidationError("This route has no past states to read - at `at`")
+        parse_instant(request.query["at"], "at")  # its form, before anything is read
+    if (
+        request.method in _BODY_METHODS
+        and route.body
+        and request.content_type != "application/json"
+    ):
+        raise errors.ContentTypeError(
+            "The request payload type is not supported: send Content-Type: application/json"
+        )
     return await handler(request)
 
 

@@ -75,7 +75,7 @@ async def migrate(conn: Conn, migrations: list[Migration] | None = None) -> list
     # Migrations name schemas explicitly; anything unqualified lands in public, never in
     # whichever read-model schema happens to come first on the caller's search_path.
     previous = await conn.fetchval("SHOW search_path")
-    await conn.execute("SELECT set_config('search_path', 'public', false)")
+    await conn.execute("SELECT set_config('search_path', 'public, pg_temp', false)")
     await conn.execute("SELECT pg_advisory_lock($1)", MIGRATION_LOCK)
     try:
         await conn.execute(CREATE_MIGRATIONS_TABLE)

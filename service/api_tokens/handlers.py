@@ -9,7 +9,7 @@ from service import auth, store
 from service.api_tokens import domain, queries
 from service.api_tokens.commands import CreateApiToken
 from service.api_tokens.responses import ApiToken, ApiTokenList
-from service.appkeys import POOL
+from service.audit.past import reading
 from service.http import Route, actor, empty, json_response, read_json, transaction
 
 if TYPE_CHECKING:
@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
 
 async def list_api_tokens(request: web.Request) -> web.Response:
-    rows = await request.app[POOL].fetch(queries.LIST_TOKENS)
+    async with reading(request) as conn:
+        rows = await conn.fetch(queries.LIST_TOKENS)
     return json_response(ApiTokenList(tokens=[ApiToken.from_row(r) for r in rows]))
 
 
@@ -55,7 +56,7 @@ async def delete_api_token(request: web.Request) -> web.Response:
 
 
 ROUTES = [
-    Route("GET", "/api/admin/api-tokens", list_api_tokens, auth.ADMIN),
+    Route("GET", "/api/admin/api-tokens", list_api_tokens, auth.ADMIN, past=True),
     Route("POST", "/api/admin/api-tokens", create_api_token, auth.ADMIN, body=True),
     Route("DELETE", "/api/admin/api-tokens/{id}", delete_api_token, auth.ADMIN),
 ]

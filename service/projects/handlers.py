@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from service import auth, store
-from service.appkeys import POOL
+from service.audit.past import reading
 from service.http import Route, actor, empty, json_response, read_json, transaction
 from service.names import validate_name
 from service.projects import domain, queries
@@ -24,13 +24,14 @@ if TYPE_CHECKING:
 
 
 async def list_projects(request: web.Request) -> web.Response:
-    rows = await request.app[POOL].fetch(queries.LIST_PROJECTS)
+    async with reading(request) as conn:
+        rows = await conn.fetch(queries.LIST_PROJECTS)
     return json_response(ProjectList(projects=[Project.from_row(r) for r in rows]))
 
 
 async def get_project(request: web.Request) -> web.Response:
     project_id = request.match_info["projectId"]
-    async with request.app[POOL].acquire() as conn:
+    async with reading(request) as conn:
         found = await queries.active_project(conn, project_id)
     if found is None:
         raise domain.project_missing(project_id)
@@ -62,7 +63,8 @@ async def archive_project(request: web.Request) -> web.Response:
 
 
 async def list_environments(request: web.Request) -> web.Response:
-    rows = await request.app[POOL].fetch(queries.LIST_ENVIRONMENTS)
+    async with reading(request) as conn:
+        rows = await conn.fetch(queries.LIST_ENVIRONMENTS)
     return json_response(EnvironmentList(environments=[Environment.from_row(r) for r in rows]))
 
 
@@ -106,11 +108,11 @@ async def disable_environment(request: web.Request) -> web.Response:
 
 
 ROUTES = [
-    Route("GET", "/api/admin/projects", list_projects, auth.READ),
+    Route("GET", "/api/admin/projects", list_projects, auth.READ, past=True),
     Route("POST", "/api/admin/projects", create_project, auth.CREATE_PROJECT, body=True),
-    Route("GET", "/api/admin/projects/{projectId}", get_project, auth.READ),
+    Route("GET", "/api/admin/projects/{projectId}", get_project, auth.READ, past=True),
     Route("DELETE", "/api/admin/projects/{projectId}", archive_project, auth.DELETE_PROJECT),
-    Route("GET", "/api/admin/environments", list_environments, auth.READ),
+    Route("GET", "/api/admin/environments", list_environments, auth.READ, past=True),
     Route("POST", "/api/admin/environments", create_environment, auth.ADMIN, body=True),
     Route(
         "POST",

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from service import auth, store
-from service.appkeys import POOL
+from service.audit.past import reading
 from service.errors import NotFound
 from service.features import domain, queries
 from service.features.commands import CreateFeature, MarkStale, ReviveFeatures
@@ -38,7 +38,7 @@ async def create_feature(request: web.Request) -> web.Response:
 
 async def get_feature(request: web.Request) -> web.Response:
     name, project_id = request.match_info["featureName"], request.match_info["projectId"]
-    async with request.app[POOL].acquire() as conn:
+    async with reading(request) as conn:
         found = await queries.feature_in_project(conn, name, project_id)
     if found is None:
         raise NotFound(f"Could not find feature flag with name {name} in project {project_id}")
@@ -47,7 +47,7 @@ async def get_feature(request: web.Request) -> web.Response:
 
 async def list_features(request: web.Request) -> web.Response:
     project_id = request.match_info["projectId"]
-    async with request.app[POOL].acquire() as conn:
+    async with reading(request) as conn:
         if not await conn.fetchval(queries.PROJECT_ACTIVE, project_id):
             raise domain.project_missing(project_id)
         rows = await conn.fetch(queries.ACTIVE_FEATURES_IN_PROJECT, project_id)
@@ -112,8 +112,14 @@ ROUTES = [
         auth.CREATE_FEATURE,
         body=True,
     ),
-    Route("GET", "/api/admin/projects/{projectId}/features", list_features, auth.READ),
-    Route("GET", "/api/admin/projects/{projectId}/features/{featureName}", get_feature, auth.READ),
+    Route("GET", "/api/admin/projects/{projectId}/features", list_features, auth.READ, past=True),
+    Route(
+        "GET",
+        "/api/admin/projects/{projectId}/features/{featureName}",
+        get_feature,
+        auth.READ,
+        past=True,
+    ),
     Route(
         "DELETE",
         "/api/admin/projects/{projectId}/features/{featureName}",

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from service import auth, store
-from service.appkeys import POOL
+from service.audit.past import reading
 from service.features import domain, queries
 from service.features.commands import SegmentBody
 from service.features.responses import Segment, SegmentList
@@ -24,13 +24,15 @@ def _segment_id(request: web.Request) -> int:
 
 
 async def list_segments(request: web.Request) -> web.Response:
-    rows = await request.app[POOL].fetch(queries.ALL_SEGMENTS)
+    async with reading(request) as conn:
+        rows = await conn.fetch(queries.ALL_SEGMENTS)
     return json_response(SegmentList(segments=[Segment.from_row(r) for r in rows]))
 
 
 async def get_segment(request: web.Request) -> web.Response:
     segment_id = _segment_id(request)
-    row = await request.app[POOL].fetchrow(queries.SEGMENT_BY_ID, segment_id)
+    async with reading(request) as conn:
+        row = await conn.fetchrow(queries.SEGMENT_BY_ID, segment_id)
     if row is None:
         raise domain.segment_missing(segment_id)
     return json_response(Segment.from_row(row))
@@ -82,9 +84,9 @@ async def delete_segment(request: web.Request) -> web.Response:
 
 
 ROUTES = [
-    Route("GET", "/api/admin/segments", list_segments, auth.READ),
+    Route("GET", "/api/admin/segments", list_segments, auth.READ, past=True),
     Route("POST", "/api/admin/segments", create_segment, auth.CREATE_SEGMENT, body=True),
-    Route("GET", "/api/admin/segments/{id}", get_segment, auth.READ),
+    Route("GET", "/api/admin/segments/{id}", get_segment, auth.READ, past=True),
     Route("PUT", "/api/admin/segments/{id}", update_segment, auth.UPDATE_SEGMENT, body=True),
     Route("DELETE", "/api/admin/segments/{id}", delete_segment, auth.DELETE_SEGMENT),
 ]

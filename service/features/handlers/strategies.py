@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from service import auth, store
-from service.appkeys import POOL
+from service.audit.past import reading
 from service.features import domain, queries
 from service.features.commands import StrategyBody, Variants
 from service.features.responses import Strategy, VariantList
@@ -34,7 +34,7 @@ def _strategy_id(request: web.Request) -> uuid.UUID:
 
 async def list_strategies(request: web.Request) -> web.Response:
     target = _target(request)
-    async with request.app[POOL].acquire() as conn:
+    async with reading(request) as conn:
         domain.check_target(target, await queries.environment_state(conn, target))
         rows = await conn.fetch(queries.STRATEGIES_IN, target.feature, target.environment)
     return json_response([Strategy.from_row(r) for r in rows])
@@ -127,7 +127,7 @@ async def set_variants(request: web.Request) -> web.Response:
 
 
 ROUTES = [
-    Route("GET", f"{BASE}/strategies", list_strategies, auth.READ),
+    Route("GET", f"{BASE}/strategies", list_strategies, auth.READ, past=True),
     Route("POST", f"{BASE}/strategies", add_strategy, auth.UPDATE_FEATURE, body=True),
     Route(
         "PUT", f"{BASE}/strategies/{{strategyId}}", update_strategy, auth.UPDATE_FEATURE, body=True

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from service import auth, store
-from service.appkeys import POOL
+from service.audit.past import reading
 from service.errors import NotFound
 from service.features import domain, queries
 from service.features.commands import TagBody
@@ -21,7 +21,7 @@ BASE = "/api/admin/features/{featureName}/tags"
 
 async def list_tags(request: web.Request) -> web.Response:
     name = request.match_info["featureName"]
-    async with request.app[POOL].acquire() as conn:
+    async with reading(request) as conn:
         if not await conn.fetchval(queries.FLAG_EXISTS, name):
             raise NotFound(f"There is no flag named {name}")
         rows = await conn.fetch(queries.TAGS, name)
@@ -60,7 +60,7 @@ async def remove_tag(request: web.Request) -> web.Response:
 
 
 ROUTES = [
-    Route("GET", BASE, list_tags, auth.READ),
+    Route("GET", BASE, list_tags, auth.READ, past=True),
     Route("POST", BASE, add_tag, auth.UPDATE_FEATURE, body=True),
     Route("DELETE", BASE + "/{type}/{value}", remove_tag, auth.UPDATE_FEATURE),
 ]

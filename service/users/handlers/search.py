@@ -25,7 +25,7 @@ import re
 from typing import TYPE_CHECKING, Final
 
 from service import auth
-from service.appkeys import POOL
+from service.audit.past import reading
 from service.http import Route, int_param, json_response, query_param
 from service.users import queries
 from service.users.responses import User, UserList, root_roles
@@ -60,7 +60,7 @@ async def search_users(request: web.Request) -> web.Response:
         return json_response(UserList(users=[], root_roles=root_roles()))
     if "\x00" in q:  # no stored text holds NUL (and PostgreSQL text cannot)
         return json_response(UserList(users=[], root_roles=[]))
-    async with request.app[POOL].acquire() as conn:
+    async with reading(request) as conn:
         ids = (await find(conn, q, offset + limit))[offset:]
         rows = await conn.fetch(queries.SEARCH_ROWS, ids) if ids else []
     by_id = {row["id"]: row for row in rows}
@@ -112,4 +112,4 @@ async def find(conn: Conn, q: str, wanted: int) -> list[int]:
     return ids + [row["id"] for row in found]
 
 
-ROUTES = [Route("GET", "/api/admin/user-admin/search", search_users, auth.READ)]
+ROUTES = [Route("GET", "/api/admin/user-admin/search", search_users, auth.READ, past=True)]

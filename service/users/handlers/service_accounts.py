@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from service import auth, store
-from service.appkeys import POOL
+from service.audit.past import reading
 from service.http import Route, actor, empty, json_response, read_json, transaction
 from service.users import domain, queries
 from service.users.commands import (
@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
 
 async def list_service_accounts(request: web.Request) -> web.Response:
-    rows = await request.app[POOL].fetch(queries.LIST_SERVICE_ACCOUNTS)
+    async with reading(request) as conn:
+        rows = await conn.fetch(queries.LIST_SERVICE_ACCOUNTS)
     return json_response(
         ServiceAccountList(
             service_accounts=[ServiceAccount.from_row(r) for r in rows], root_roles=root_roles()
@@ -76,7 +77,8 @@ async def delete_service_account(request: web.Request) -> web.Response:
 async def list_tokens(request: web.Request) -> web.Response:
     """Operation 4 of spec.md: one query answers both "is it a service account" and its tokens."""
     account_id = _account_id_or_404(request.match_info["id"])
-    rows = await request.app[POOL].fetch(queries.SERVICE_ACCOUNT_PATS, account_id)
+    async with reading(request) as conn:
+        rows = await conn.fetch(queries.SERVICE_ACCOUNT_PATS, account_id)
     if not rows:
         raise domain.service_account_missing(account_id)
     return json_response(
@@ -115,11 +117,11 @@ def _stream(account_id: int) -> tuple[str, str]:
 
 
 ROUTES = [
-    Route("GET", "/api/admin/service-account", list_service_accounts, auth.ADMIN),
+    Route("GET", "/api/admin/service-account", list_service_accounts, auth.ADMIN, past=True),
     Route("POST", "/api/admin/service-account", create_service_account, auth.ADMIN, body=True),
     Route("PUT", "/api/admin/service-account/{id}", update_service_account, auth.ADMIN, body=True),
     Route("DELETE", "/api/admin/service-account/{id}", delete_service_account, auth.ADMIN),
-    Route("GET", "/api/admin/service-account/{id}/token", list_tokens, auth.ADMIN),
+    Route("GET", "/api/admin/service-account/{id}/token", list_tokens, auth.ADMIN, past=True),
     Route("POST", "/api/admin/service-account/{id}/token", create_token, auth.ADMIN, body=True),
     Route(
         "DELETE",

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from service import auth, store
 from service.appkeys import POOL
+from service.audit.past import reading
 from service.http import Route, actor, empty, json_response, principal, read_json, transaction
 from service.users import domain, passwords, queries
 from service.users.commands import ChangePassword, CreateUser, UpdateUser
@@ -29,13 +30,15 @@ async def list_roles(_request: web.Request) -> web.Response:
 
 
 async def list_users(request: web.Request) -> web.Response:
-    rows = await request.app[POOL].fetch(queries.LIST_USERS)
+    async with reading(request) as conn:
+        rows = await conn.fetch(queries.LIST_USERS)
     return json_response(UserList(users=[User.from_row(r) for r in rows], root_roles=root_roles()))
 
 
 async def get_user(request: web.Request) -> web.Response:
     user_id = user_id_or_404(request.match_info["id"])
-    row = await request.app[POOL].fetchrow(queries.GET_USER, user_id)
+    async with reading(request) as conn:
+        row = await conn.fetchrow(queries.GET_USER, user_id)
     if row is None:
         raise domain.user_missing(user_id)
     return json_response(User.from_row(row))
@@ -131,9 +134,9 @@ def user_id_or_404(value: str) -> int:
 ROUTES = [
     Route("GET", "/api/admin/roles", list_roles, auth.READ),
     Route("GET", "/api/admin/user", current_user, auth.READ),
-    Route("GET", "/api/admin/user-admin", list_users, auth.ADMIN),
+    Route("GET", "/api/admin/user-admin", list_users, auth.ADMIN, past=True),
     Route("POST", "/api/admin/user-admin", create_user, auth.ADMIN, body=True),
-    Route("GET", "/api/admin/user-admin/{id}", get_user, auth.ADMIN),
+    Route("GET", "/api/admin/user-admin/{id}", get_user, auth.ADMIN, past=True),
     Route("PUT", "/api/admin/user-admin/{id}", update_user, auth.ADMIN, body=True),
     Route("DELETE", "/api/admin/user-admin/{id}", delete_user, auth.ADMIN),
     Route(
