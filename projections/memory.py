@@ -124,23 +124,27 @@ class MemoryTables:
         """COPY every table into the empty table of that name (in `schema`, else the first
         on the search path), columns the writes never set taking the table's defaults."""
         filled = {name: rows for name, rows in self.rows.items() if rows}
-        if not filled:
-            return
-        qualified = [f"{schema}.{name}" if schema else name for name in filled]
-        columns = await conn.fetch(COLUMNS, qualified)
-        defaults = await _defaults(conn, [c["default_sql"] for c in columns])
-        for number, (name, rows) in enumerate(filled.items()):
-            layout = [
-                (c["name"], default)
-                for c, default in zip(columns, defaults, strict=True)
-                if c["table_number"] == number
-            ]
+        found = await layouts(conn, [f"{schema}.{n}" if schema else n for n in filled])
+        for (name, rows), layout in zip(filled.items(), found, strict=True):
             names = [column for column, _ in layout]
             values = [default for _, default in layout]
             records = [tuple(map(row.get, names, values)) for row in rows.values()]
             await conn.copy_records_to_table(
                 name, records=records, columns=names, schema_name=schema
             )
+
+
+async def layouts(conn: Conn, tables: list[str]) -> list[list[tuple[str, Any]]]:
+    """The stored columns of each table (on the search path, or qualified), in order, with
+    their default values: one catalog query and one evaluation of the defaults for all."""
+    if not tables:
+        return []
+    columns = await conn.fetch(COLUMNS, tables)
+    defaults = await _defaults(conn, [c["default_sql"] for c in columns])
+    found: list[list[tuple[str, Any]]] = [[] for _ in tables]
+    for column, default in zip(columns, defaults, strict=True):
+        found[column["table_number"]].append((column["name"], default))
+    return found
 
 
 def _greatest(old: Any, new: Greatest) -> Any:
@@ -156,3 +160,36 @@ async def _defaults(conn: Conn, expressions: list[str | None]) -> list[Any]:
     row = await conn.fetchrow(f"SELECT {', '.join(listed)}")
     assert row is not None
     return list(row.values())
+
+
+class TrackedTables(MemoryTables):
+    """Memory tables that, once `track` is called, remember every row as it was before its
+    first change since then (None: the row did not exist): what a diff compares."""
+
+    def __init__(self, tables: Iterable[Table]) -> None:
+        super().__init__(tables)
+        self.before: dict[tuple[str, Key], Row | None] | None = None
+
+    def track(self) -> None:
+        self.before = {}
+
+    def _remember(self, name: str, key: Key) -> None:
+        if self.before is not None and (name, key) not in self.before:
+            row = self.rows[name].get(key)
+            self.before[(name, key)] = None if row is None else dict(row)
+
+    def _insert(self, table: Table, values: Row, update: tuple[str, ...]) -> None:
+        self._remember(table.name, self._key[table.name](values))
+        super()._insert(table, values, update)
+
+    def _count(self, table: Table, values: Row, counter: str, guard: str) -> None:
+        self._remember(table.name, self._key[table.name](values))
+        super()._count(table, values, counter, guard)
+
+    def _set(self, name: str, key: Key, values: Row) -> None:
+        self._remember(name, key)
+        super()._set(name, key, values)
+
+    def _remove(self, name: str, key: Key) -> None:
+        self._remember(name, key)
+        super()._remove(name, key)

@@ -94,6 +94,16 @@ async def rebuild(conn: Conn, upto: dict[str, int], after: int = 0) -> int:
     return count
 
 
+async def in_memory(
+    conn: Conn, position: int, memory: MemoryTables | None = None, after: int = 0
+) -> MemoryTables:
+    """Every read model as of a position, in memory (none copied anywhere); or, given the
+    tables as of `after`, brought forward from there."""
+    memory = MemoryTables(table_specs()) if memory is None else memory
+    await _in_memory(conn, memory, dict.fromkeys(names(), position), after, position)
+    return memory
+
+
 async def rebuild_to_head(conn: Conn, backlog: int) -> tuple[int, int]:
     """Rebuild every projection from the start into the empty tables on the search path, up
     to a head that moves while it runs: it follows the log in memory until fewer than

@@ -1,4 +1,5 @@
-"""The commands behind `python -m service`: serve, migrate, replay, verify, export, dsn."""
+"""The commands behind `python -m service`: serve, migrate, replay, verify, export, state,
+diff, dsn, import-users."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ import uvloop
 from projections.replay import ReplayBusy, replay
 from projections.verify import verify
 from service import connections, embedded, eventstore, migrations, serving
-from service.errors import ConfigError
+from service.audit import report
+from service.errors import AppError, ConfigError
 from service.logs import configure_logging
 from service.settings import Settings, load_settings
 from service.users import importer
@@ -44,6 +46,15 @@ def build_parser() -> argparse.ArgumentParser:
     export = sub.add_parser("export", help="write the event log as NDJSON")
     export.add_argument("--output", "-o", help="file to write (default: standard output)")
     export.add_argument("--after", type=int, default=0, help="only events after this position")
+    state = sub.add_parser("state", help="write every read model as of an instant, as files")
+    state.add_argument("--at", help="an RFC 3339 time or a log position (default: now)")
+    state.add_argument("--output", "-o", required=True, help="directory to write (new or empty)")
+    diff = sub.add_parser("diff", help="what changed between two instants, entity by entity")
+    diff.add_argument("start", metavar="FROM", help="an RFC 3339 time or a log position")
+    diff.add_argument("end", metavar="TO", nargs="?", help="likewise (default: now)")
+    diff.add_argument("--stream", help="one entity's stream only, e.g. feature/checkout")
+    diff.add_argument("--project", help="one project and its flags only")
+    diff.add_argument("--json", action="store_true", help="the JSON of /api/admin/audit/diff")
     sub.add_parser("dsn", help="print the connection string of the database in use")
     users = sub.add_parser("import-users", help="import users from a JSON Lines file")
     users.add_argument("file", help="JSON Lines: {email?, username?, name?, rootRole?, ...}")
@@ -140,9 +151,38 @@ async def _dispatch(  # noqa: PLR0911 - one return per command
             return 0
         if args.command == "import-users":
             return await _import_users(conn, args.file)
+        if args.command in {"state", "diff"}:
+            return await _audit(conn, args)
     finally:
         await conn.close()
     raise AssertionError(args.command)  # pragma: no cover - argparse restricts the choices
+
+
+async def _audit(conn: Conn, args: argparse.Namespace) -> int:
+    """`state` and `diff`: 2 for a bad instant or a directory in the way."""
+    try:
+        if args.command == "state":
+            state = await report.read_state(conn, args.at)
+            written = report.write_state(state, Path(args.output))
+            rows = sum(written.tables.values())
+            print(
+                f"wrote {len(written.tables)} read models ({rows} rows) as of position "
+                f"{written.position} into {args.output}",
+                file=sys.stderr,
+            )
+            return 0
+        found = await report.diff(
+            conn, args.start, args.end, stream=args.stream, project=args.project
+        )
+    except (AppError, ValueError, OSError) as exc:
+        message = exc.message if isinstance(exc, AppError) else str(exc)
+        print(f"error: {message}", file=sys.stderr)
+        return 2
+    if args.json:
+        sys.stdout.write(msgspec.json.encode(found).decode() + "\n")
+    else:
+        report.print_diff(found, sys.stdout)
+    return 0
 
 
 async def _import_users(conn: Conn, path: str) -> int:

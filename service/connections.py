@@ -18,6 +18,8 @@ def set_search_path(schema: str) -> str:
     public and, explicitly last, the session's temporary tables (see SEARCH_PATH). Every
     search_path the code sets is made here (tests/test_layout.py)."""
     return f"SET LOCAL search_path = {schema}, public, pg_temp"
+
+
 # A connection attempt gives up after this long (asyncpg's default is 60 s): while the database
 # host does not answer at all, requests get their 503 soon instead of hanging.
 CONNECT_TIMEOUT = 5.0

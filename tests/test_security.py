@@ -107,6 +107,7 @@ ROUTE_PERMISSIONS = [
     ("GET", "/api/admin/events", "ADMIN"),
     ("GET", "/api/admin/events/{featureName}", "READ"),
     ("GET", "/api/admin/search/events", "READ"),
+    ("GET", "/api/admin/audit/diff", "ADMIN"),
 ]
 # The root roles' permissions, as the README documents them (ADMIN implies every other one).
 ROLE_PERMISSIONS = {

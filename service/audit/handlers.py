@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING, Final
 
 from service import auth, eventstore
 from service.appkeys import POOL
-from service.audit import queries
+from service.audit import queries, states
+from service.audit.diff import entity_of_stream
 from service.audit.instants import day_or_time
 from service.audit.responses import (
+    AuditDiff,
     EventList,
     EventSearchResult,
     FeatureEventList,
@@ -160,8 +162,37 @@ def _time(request: web.Request, name: str, *, end: bool) -> datetime | None:
     return day_or_time(value, name, end=end)
 
 
+async def audit_diff(request: web.Request) -> web.Response:
+    """What changed between two instants (`from`, and `to` or now), entity by entity; with
+    `stream` one entity (`feature/<name>`...), with `project` a project and its flags."""
+    start = query_param(request, "from")
+    if start is None or start == "":
+        raise ValidationError("from is required: an RFC 3339 time or a log position - at `from`")
+    end = query_param(request, "to") or None
+    stream = query_param(request, "stream") or None
+    only = None if stream is None else entity_of_stream(stream)
+    async with (
+        request.app[POOL].acquire() as conn,
+        conn.transaction(isolation="repeatable_read", readonly=True),
+    ):
+        first = await states.position(conn, start, "from")
+        last = await states.position(conn, end, "to")
+        if first > last:
+            raise ValidationError(f"from ({first}) is after to ({last}) - at `from`")
+        changes = await states.changes(
+            conn, first, last, only=only, project=query_param(request, "project") or None
+        )
+        body = AuditDiff(
+            start=await states.point(conn, first),
+            end=await states.point(conn, last),
+            changes=changes,
+        )
+    return json_response(body)
+
+
 ROUTES = [
     Route("GET", "/api/admin/events", list_events, auth.ADMIN),
     Route("GET", "/api/admin/events/{featureName}", feature_events, auth.READ),
     Route("GET", "/api/admin/search/events", search_events, auth.READ),
+    Route("GET", "/api/admin/audit/diff", audit_diff, auth.ADMIN),
 ]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from service.api_tokens.events import ApiTokenCreated, ApiTokenDeleted
+from service.audit.diff import EntityChange, Point
 from service.audit.history import Context, Tag
 from service.events import Event
 from service.features.events import (
@@ -113,6 +114,14 @@ class EventSearchResult(msgspec.Struct, frozen=True, kw_only=True):
 
     events: list[LogEvent]
     total: int
+
+
+class AuditDiff(msgspec.Struct, frozen=True, kw_only=True):
+    """GET /api/admin/audit/diff: the two states compared, and what differs between them."""
+
+    start: Point = msgspec.field(name="from")
+    end: Point = msgspec.field(name="to")
+    changes: list[EntityChange]
 
 
 def log_event(entry: LogEntry, context: Context) -> LogEvent:

@@ -1,0 +1,49 @@
+"""What each read-model row is part of, for the audit's states and diffs: the entity it
+belongs to (a flag, a user...), under which part of it, and which of its columns hold secrets
+(hashes of tokens, sessions and passwords), which no state file or diff ever shows. Every
+table of every projection is declared here (tests/test_audit_states.py)."""
+
+from __future__ import annotations
+
+from typing import Final, NamedTuple
+
+from projections import accounts, activity, api_tokens, features, projects, segments
+
+
+class Part(NamedTuple):
+    """Rows of `table` belong to the entity `kind` named by `owner` (a column). `part` None:
+    the entity's own row; else the rows are that part of it, each named by the rest of its
+    key. `kind` "account": a user or a service account, as the users row says."""
+
+    kind: str
+    owner: str
+    part: str | None = None
+    secret: tuple[str, ...] = ()
+
+
+PARTS: Final[dict[str, Part | None]] = {
+    api_tokens.API_TOKENS.name: Part("api-token", "id", secret=("secret_hash",)),
+    accounts.USERS.name: Part("account", "id"),
+    accounts.USER_PASSWORDS.name: Part("account", "user_id", "password", ("password_hash",)),
+    accounts.PERSONAL_ACCESS_TOKENS.name: Part("account", "user_id", "tokens", ("secret_hash",)),
+    # Sessions are named by a secret's hash: not shown (a sign-in shows as the user's seen_at).
+    accounts.SESSIONS.name: None,
+    projects.ENVIRONMENTS.name: Part("environment", "name"),
+    projects.PROJECTS.name: Part("project", "id"),
+    projects.PROJECT_ENVIRONMENTS.name: Part("project", "project_id", "environments"),
+    segments.SEGMENTS.name: Part("segment", "id"),
+    features.FEATURES.name: Part("flag", "name"),
+    features.FEATURE_ENVIRONMENTS.name: Part("flag", "feature_name", "environments"),
+    features.FEATURE_STRATEGIES.name: Part("flag", "feature_name", "strategies"),
+    features.FEATURE_TAGS.name: Part("flag", "feature_name", "tags"),
+    features.FEATURE_DEPENDENCIES.name: Part("flag", "child", "dependencies"),
+    # Counts per actor and day (reporting), not the state of anything.
+    activity.ACTIVITY_DAILY.name: None,
+}
+# Secret columns of tables that are no entity's part, left out of state files all the same.
+SECRET: Final[dict[str, tuple[str, ...]]] = {accounts.SESSIONS.name: ("session_hash",)}
+
+
+def secret_columns(table: str) -> tuple[str, ...]:
+    part = PARTS[table]
+    return part.secret if part is not None else SECRET.get(table, ())
