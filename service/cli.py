@@ -1,5 +1,5 @@
 """The commands behind `python -m service`: serve, migrate, replay, verify, export, state,
-diff, dsn, import-users."""
+diff, dsn, import-users, reporting-user."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import uvloop
 
 from projections.replay import ReplayBusy, replay
 from projections.verify import verify
-from service import connections, embedded, eventstore, migrations, serving
+from service import connections, embedded, eventstore, migrations, reporting, serving
 from service.audit import report
 from service.errors import AppError, ConfigError
 from service.logs import configure_logging
@@ -58,7 +58,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("dsn", help="print the connection string of the database in use")
     users = sub.add_parser("import-users", help="import users from a JSON Lines file")
     users.add_argument("file", help="JSON Lines: {email?, username?, name?, rootRole?, ...}")
+    login = sub.add_parser("reporting-user", help="create a read-only login for reporting tools")
+    login.add_argument("name", type=_role_name, help="its role name: lower case, digits, _")
     return parser
+
+
+def _role_name(value: str) -> str:
+    try:
+        return reporting.check_role_name(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -153,6 +162,8 @@ async def _dispatch(  # noqa: PLR0911 - one return per command
             return await _import_users(conn, args.file)
         if args.command in {"state", "diff"}:
             return await _audit(conn, args)
+        if args.command == "reporting-user":
+            return await _reporting_user(conn, dsn, args.name)
     finally:
         await conn.close()
     raise AssertionError(args.command)  # pragma: no cover - argparse restricts the choices
@@ -205,6 +216,22 @@ async def _import_users(conn: Conn, path: str) -> int:
         file=sys.stderr,
     )
     return 1 if report.batches_refused else 0
+
+
+async def _reporting_user(conn: Conn, dsn: str, name: str) -> int:
+    """Exit 0 with the password shown, this once; 1 when the login was not created."""
+    password = reporting.new_password()
+    try:
+        await reporting.create_login(conn, name, password)
+    except reporting.LoginRefused as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    log.info("reporting_user_created", role=name)  # never the password
+    print(f"created login {name}, read-only, member of {reporting.REPORTING_ROLE}")
+    print(f"password: {password}")
+    print(f"connection: {reporting.connection_string(dsn, name, password)}")
+    print("the password is shown only now: PostgreSQL keeps only its SCRAM hash", file=sys.stderr)
+    return 0
 
 
 async def export(conn: Conn, out: TextIO, *, after: int = 0) -> int:
