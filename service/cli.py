@@ -27,7 +27,7 @@ from service.settings import Settings, load_settings
 from service.users import importer
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Awaitable, Callable, Iterator
     from types import FrameType
 
     from service.connections import Conn
@@ -124,7 +124,7 @@ def database(settings: Settings) -> Iterator[str]:
         yield dsn
 
 
-async def _dispatch(  # noqa: PLR0911 - one return per command
+async def _dispatch(
     args: argparse.Namespace, settings: Settings, dsn: str, postmaster: int | None
 ) -> int:
     if args.command == "serve":
@@ -133,61 +133,69 @@ async def _dispatch(  # noqa: PLR0911 - one return per command
         )
     conn = await connections.connect(dsn)
     try:
-        if args.command == "migrate":
-            applied = await migrations.migrate(conn)
-            print(f"applied {len(applied)} migration(s): {', '.join(applied) or 'none pending'}")
-            return 0
-        if args.command == "replay":
-            try:
-                count = await replay(conn)
-            except ReplayBusy as exc:
-                print(f"error: {exc}; nothing was changed, run it again", file=sys.stderr)
-                return 1
-            print(f"replayed {count} events into every read model")
-            return 0
-        if args.command == "verify":
-            report = await verify(conn)
-            print("\n".join(report.lines()))
-            return 0 if report.ok else 1
-        if args.command == "export":
-            try:
-                with _output(args.output) as out:
-                    count = await export(conn, out, after=args.after)
-            except BrokenPipeError:  # `export | head`: the reader left, which is not a failure
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-                return 0
-            print(f"exported {count} events", file=sys.stderr)
-            return 0
-        if args.command == "import-users":
-            return await _import_users(conn, args.file)
-        if args.command in {"state", "diff"}:
-            return await _audit(conn, args)
-        if args.command == "reporting-user":
-            return await _reporting_user(conn, dsn, args.name)
+        return await COMMANDS[args.command](conn, args, dsn)
     finally:
         await conn.close()
-    raise AssertionError(args.command)  # pragma: no cover - argparse restricts the choices
 
 
-async def _audit(conn: Conn, args: argparse.Namespace) -> int:
-    """`state` and `diff`: 2 for a bad instant or a directory in the way."""
+async def _migrate(conn: Conn, _args: argparse.Namespace, _dsn: str) -> int:
+    applied = await migrations.migrate(conn)
+    print(f"applied {len(applied)} migration(s): {', '.join(applied) or 'none pending'}")
+    return 0
+
+
+async def _replay(conn: Conn, _args: argparse.Namespace, _dsn: str) -> int:
     try:
-        if args.command == "state":
-            state = await report.read_state(conn, args.at)
-            written = report.write_state(state, Path(args.output))
-            rows = sum(written.tables.values())
-            print(
-                f"wrote {len(written.tables)} read models ({rows} rows) as of position "
-                f"{written.position} into {args.output}",
-                file=sys.stderr,
-            )
-            return 0
+        count = await replay(conn)
+    except ReplayBusy as exc:
+        print(f"error: {exc}; nothing was changed, run it again", file=sys.stderr)
+        return 1
+    print(f"replayed {count} events into every read model")
+    return 0
+
+
+async def _verify(conn: Conn, _args: argparse.Namespace, _dsn: str) -> int:
+    found = await verify(conn)
+    print("\n".join(found.lines()))
+    return 0 if found.ok else 1
+
+
+async def _export(conn: Conn, args: argparse.Namespace, _dsn: str) -> int:
+    try:
+        with _output(args.output) as out:
+            count = await export(conn, out, after=args.after)
+    except BrokenPipeError:  # `export | head`: the reader left, which is not a failure
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    print(f"exported {count} events", file=sys.stderr)
+    return 0
+
+
+async def _state(conn: Conn, args: argparse.Namespace, _dsn: str) -> int:
+    """Exit 2 for a bad instant or a directory in the way."""
+    try:
+        state = await report.read_state(conn, args.at)
+        written = report.write_state(state, Path(args.output))
+    except (AppError, OSError) as exc:
+        print(f"error: {exc.message if isinstance(exc, AppError) else exc}", file=sys.stderr)
+        return 2
+    rows = sum(written.tables.values())
+    print(
+        f"wrote {len(written.tables)} read models ({rows} rows) as of position "
+        f"{written.position} into {args.output}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+async def _diff(conn: Conn, args: argparse.Namespace, _dsn: str) -> int:
+    """Exit 2 for a bad instant or stream, or FROM after TO."""
+    try:
         found = await report.diff(
             conn, args.start, args.end, stream=args.stream, project=args.project
         )
-    except (AppError, ValueError, OSError) as exc:
-        message = exc.message if isinstance(exc, AppError) else str(exc)
-        print(f"error: {message}", file=sys.stderr)
+    except (AppError, ValueError) as exc:
+        print(f"error: {exc.message if isinstance(exc, AppError) else exc}", file=sys.stderr)
         return 2
     if args.json:
         sys.stdout.write(msgspec.json.encode(found).decode() + "\n")
@@ -196,30 +204,32 @@ async def _audit(conn: Conn, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _import_users(conn: Conn, path: str) -> int:
+async def _import_users(conn: Conn, args: argparse.Namespace, _dsn: str) -> int:
     """Exit 0 when every line was imported or already there, 1 when a batch was refused."""
+    path: str = args.file
     await migrations.migrate(conn)
     started = time.perf_counter()
     try:
         # The CLI runs this one task: reading the file blocks nobody else.
         with Path(path).open(encoding="utf-8", errors="surrogateescape") as lines:  # noqa: ASYNC230
-            report = await importer.import_users(conn, lines, source=Path(path).name)
+            outcome = await importer.import_users(conn, lines, source=Path(path).name)
     except OSError as exc:
         print(f"error: cannot read {path}: {exc.strerror}", file=sys.stderr)
         return 2
-    for number, message in report.bad_lines:
+    for number, message in outcome.bad_lines:
         print(f"line {number}: {message}", file=sys.stderr)
     print(
-        f"imported {report.imported} users, skipped {report.skipped} already there, "
-        f"refused {report.batches_refused} batch(es) with bad lines "
+        f"imported {outcome.imported} users, skipped {outcome.skipped} already there, "
+        f"refused {outcome.batches_refused} batch(es) with bad lines "
         f"in {time.perf_counter() - started:.1f} s",
         file=sys.stderr,
     )
-    return 1 if report.batches_refused else 0
+    return 1 if outcome.batches_refused else 0
 
 
-async def _reporting_user(conn: Conn, dsn: str, name: str) -> int:
+async def _reporting_user(conn: Conn, args: argparse.Namespace, dsn: str) -> int:
     """Exit 0 with the password shown, this once; 1 when the login was not created."""
+    name: str = args.name
     password = reporting.new_password()
     try:
         await reporting.create_login(conn, name, password)
@@ -264,3 +274,16 @@ def _print_dsn(settings: Settings) -> int:
         return 1
     print(dsn)
     return 0
+
+
+# The commands that run on one connection to the database (all but serve).
+COMMANDS: dict[str, Callable[[Conn, argparse.Namespace, str], Awaitable[int]]] = {
+    "migrate": _migrate,
+    "replay": _replay,
+    "verify": _verify,
+    "export": _export,
+    "state": _state,
+    "diff": _diff,
+    "import-users": _import_users,
+    "reporting-user": _reporting_user,
+}

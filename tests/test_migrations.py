@@ -15,20 +15,27 @@ import pytest
 from service import connections, eventstore, migrations
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
     from service.connections import Conn
     from tests.pg import PgServer
 
 
 @pytest.fixture
-async def empty_dsn(pg_server: PgServer) -> str:
-    """A database with no schema at all (created from template0)."""
+async def empty_dsn(pg_server: PgServer) -> AsyncIterator[str]:
+    """A database with no schema at all (created from template0), dropped afterwards."""
+    name = f"empty_{uuid.uuid4().hex}"  # (an object's id() is reused once it is freed)
     conn = await asyncpg.connect(pg_server.admin_dsn)
-    name = f"empty_{id(conn)}"
     try:
         await conn.execute(f"CREATE DATABASE {name} TEMPLATE template0")
     finally:
         await conn.close()
-    return pg_server.admin_dsn.replace("/postgres?", f"/{name}?")
+    yield pg_server.admin_dsn.replace("/postgres?", f"/{name}?")
+    conn = await asyncpg.connect(pg_server.admin_dsn)
+    try:
+        await conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    finally:
+        await conn.close()
 
 
 async def test_files_are_numbered_without_gaps() -> None:
