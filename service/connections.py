@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import re
+from typing import TYPE_CHECKING
+
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
 
 # A plain connection or one borrowed from the pool: the code paths accept both.
 Conn = asyncpg.Connection | PoolConnectionProxy
@@ -47,6 +54,28 @@ async def create_pool(dsn: str, size: int, command_timeout: float | None = None)
     )
     assert pool is not None
     return pool
+
+
+async def snapshot_of(conn: Conn) -> str:
+    """The snapshot of the transaction open on conn, for `sharing` (it must stay open until
+    every connection that shares it has begun)."""
+    snapshot = str(await conn.fetchval("SELECT pg_export_snapshot()"))
+    if not _SNAPSHOT.fullmatch(snapshot):  # it goes into SQL text below
+        raise ValueError(f"unexpected snapshot id {snapshot!r}")
+    return snapshot
+
+
+_SNAPSHOT = re.compile(r"[0-9A-F]+-[0-9A-F]+-[0-9]+")
+
+
+@contextlib.asynccontextmanager
+async def sharing(pool: asyncpg.Pool, snapshot: str) -> AsyncIterator[Conn]:
+    """Another connection in a read-only transaction that sees exactly what the transaction
+    which exported `snapshot` (pg_export_snapshot(), still open) sees: so that two queries of
+    one answer run at once and agree."""
+    async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+        await conn.execute(f"SET TRANSACTION SNAPSHOT '{snapshot}'")
+        yield conn
 
 
 async def connect(dsn: str) -> asyncpg.Connection:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import UTC, datetime
@@ -424,6 +425,10 @@ IMPORT_OF_USER = (
 )
 
 
+# A search's plan depends on its values (a rare type or a common one): planned each time.
+CUSTOM_PLANS = "SET LOCAL plan_cache_mode = force_custom_plan"
+
+
 class LogEntry(msgspec.Struct, frozen=True, kw_only=True):
     """A stored event with what the log's search columns say of it."""
 
@@ -457,33 +462,73 @@ def _log_entry(row: asyncpg.Record) -> LogEntry:
     )
 
 
-def _conditions(
-    found: LogFilter, args: list[object], after: int | None = None, before: int | None = None
-) -> str:
-    """The WHERE clause of a search, its values appended to args as $n parameters."""
+class _Where:
+    """Conditions of a search as SQL text, their values as $n parameters (never in the text)."""
 
-    def param(value: object) -> str:
-        args.append(value)
-        return f"${len(args)}"
+    def __init__(self) -> None:
+        self.args: list[object] = []
+        self.clauses: list[str] = []
 
-    clauses = []
-    if found.kinds is not None:
-        clauses.append(f"kind = ANY({param(found.kinds)}::text[])")
-    if found.projects is not None:
-        clauses.append(f"project = ANY({param(found.projects)}::text[])")
+    def param(self, value: object, cast: str = "") -> str:
+        self.args.append(value)
+        return f"${len(self.args)}{cast}"
+
+    def equal(self, column: str, values: list[str] | list[int], cast: str) -> None:
+        """One value: `=` (an index on the column then gives rows in position order)."""
+        if len(values) == 1:
+            self.clauses.append(f"{column} = {self.param(values[0])}")
+        else:
+            self.clauses.append(f"{column} = ANY({self.param(values, cast + '[]')})")
+
+    def text(self) -> str:
+        return " AND ".join(self.clauses) or "true"
+
+
+def _filtered(found: LogFilter, where: _Where, leave: frozenset[str] = frozenset()) -> None:
+    """The filter's conditions, but for the columns in `leave` (which a driver sets)."""
+    if found.kinds is not None and "kind" not in leave:
+        where.equal("kind", found.kinds, "::text")
+    if found.projects is not None and "project" not in leave:
+        where.equal("project", found.projects, "::text")
     if found.features is not None:
-        clauses.append(f"stream_type = 'feature' AND stream_key = ANY({param(found.features)})")
-    if found.actors is not None:
-        clauses.append(f"actor_user_id = ANY({param(found.actors)}::bigint[])")
-    if found.with_project:
-        clauses.append("project IS NOT NULL")
+        where.clauses.append("stream_type = 'feature'")
+        if "stream_key" not in leave:
+            where.equal("stream_key", found.features, "::text")
+    if found.actors is not None and "actor_user_id" not in leave:
+        where.equal("actor_user_id", found.actors, "::bigint")
+    if found.with_project and "project" not in leave:
+        where.clauses.append("project IS NOT NULL")
+
+
+def _bounds(found: LogFilter, where: _Where, after: int | None, before: int | None) -> None:
     lowest = [p for p in (found.since, after) if p is not None]
     highest = [p for p in (found.until, before) if p is not None]
     if lowest:
-        clauses.append(f"position > {param(max(lowest))}")
+        where.clauses.append(f"position > {where.param(max(lowest))}")
     if highest:
-        clauses.append(f"position < {param(min(highest))}")
-    return " AND ".join(clauses) or "true"
+        where.clauses.append(f"position < {where.param(min(highest))}")
+
+
+# The equality filters whose index reads the log in position order, best first: a search walks
+# the log through one of them (migration 0012's indexes; two of them cover common pairs).
+_DRIVERS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
+    (("features",), ("stream_key",)),
+    (("projects", "kinds"), ("project", "kind")),
+    (("actors", "kinds"), ("actor_user_id", "kind")),
+    (("kinds",), ("kind",)),
+    (("projects",), ("project",)),
+    (("actors",), ("actor_user_id",)),
+)
+_CASTS = {"stream_key": "text", "project": "text", "kind": "text", "actor_user_id": "bigint"}
+
+
+def _driver(found: LogFilter) -> tuple[tuple[str, ...], list[tuple[object, ...]]] | None:
+    """The columns a search walks by, and every combination of their values."""
+    for fields, columns in _DRIVERS:
+        values = [getattr(found, f) for f in fields]
+        if all(v is not None for v in values):
+            return columns, list(itertools.product(*values))
+    return None
 
 
 async def search(  # noqa: PLR0913 - a page of a search has this many parts
@@ -496,25 +541,59 @@ async def search(  # noqa: PLR0913 - a page of a search has this many parts
     before: int | None = None,
 ) -> list[LogEntry]:
     """A page of the events the filter keeps: newest first, or, from a position `after`,
-    oldest first (so that a follower pages forward without gaps)."""
-    args: list[object] = []
-    where = _conditions(found, args, after, before)
+    oldest first (so that a follower pages forward without gaps).
+
+    The log is walked in position order through the index of one filter (`_DRIVERS`), once per
+    value it takes, each walk stopping after offset + limit matches; the others are checked
+    on the way. A page costs about its own length, however large the log or the total."""
+    await conn.execute(CUSTOM_PLANS)
     order = "ASC" if after is not None else "DESC"
-    # Only fixed fragments and $n parameters: values never enter the text.
-    sql = (
-        f"SELECT {LOG_COLUMNS} FROM events WHERE {where} "  # noqa: S608
-        f"ORDER BY position {order} LIMIT {limit:d} OFFSET {offset:d}"
+    where = _Where()
+    driver = _driver(found)
+    _filtered(found, where, frozenset(driver[0]) if driver else frozenset())
+    _bounds(found, where, after, before)
+    if driver is None:
+        sql = (
+            f"SELECT {LOG_COLUMNS} FROM events WHERE {where.text()} "  # noqa: S608
+            f"ORDER BY position {order} LIMIT {limit:d} OFFSET {offset:d}"
+        )
+        return [_log_entry(row) for row in await conn.fetch(sql, *where.args)]
+    columns, combinations = driver
+    arrays = ", ".join(
+        where.param([c[i] for c in combinations], f"::{_CASTS[column]}[]")
+        for i, column in enumerate(columns)
     )
-    return [_log_entry(row) for row in await conn.fetch(sql, *args)]
+    matched = " AND ".join(f"e.{column} = d.{column}" for column in columns)
+    # The walk selects positions only, which the driver's index holds: the planner then reads
+    # that index alone (for a value it cannot see in the lateral join it would otherwise walk
+    # the whole log by position); the page's rows are fetched by position afterwards.
+    # Our fragments and column names only; values are $n parameters.
+    sql = (
+        f"SELECT {LOG_COLUMNS} FROM events WHERE position IN ("  # noqa: S608
+        f"SELECT x.position FROM unnest({arrays}) AS d({', '.join(columns)}) "
+        f"CROSS JOIN LATERAL (SELECT e.position FROM events e "
+        f"WHERE {matched} AND {where.text()} "
+        f"ORDER BY e.position {order} LIMIT {limit + offset:d}) x "
+        f"ORDER BY x.position {order} LIMIT {limit:d} OFFSET {offset:d}) "
+        f"ORDER BY position {order}"
+    )
+    return [_log_entry(row) for row in await conn.fetch(sql, *where.args)]
 
 
 async def count(conn: Conn, found: LogFilter) -> int:
-    """How many events the filter keeps (the log's length when it keeps every event)."""
-    if found == LogFilter():
-        return await head(conn)  # positions are dense: as many events as the last position
-    args: list[object] = []
-    where = _conditions(found, args)
-    return int(await conn.fetchval(f"SELECT count(*) FROM events WHERE {where}", *args))  # noqa: S608
+    """How many events the filter keeps (positions are dense: without conditions on the
+    events, as many as the positions in range)."""
+    where = _Where()
+    _filtered(found, where)
+    if not where.clauses:
+        last = await head(conn)
+        low = max(found.since or 0, 0)
+        high = min(last, (found.until - 1) if found.until is not None else last)
+        return max(0, high - low)
+    await conn.execute(CUSTOM_PLANS)
+    _bounds(found, where, None, None)
+    sql = f"SELECT count(*) FROM events WHERE {where.text()}"  # noqa: S608
+    return int(await conn.fetchval(sql, *where.args))
 
 
 async def first_at_or_after(conn: Conn, moment: datetime) -> int | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import signal
 import socket
 import sys
@@ -66,6 +67,11 @@ async def serve(
     )
     await runner.setup()
     await web.TCPSite(runner, settings.host, settings.port).start()
+    # What start-up made (modules, the app, decoders) lives as long as the process: kept out
+    # of the cyclic collector's full passes, each of which walked all of it (about 45 ms
+    # here, a request's p99 whenever one ran; docs/benchmarks.md, "Searching the log").
+    gc.collect()
+    gc.freeze()
     log.info(
         "listening",
         host=settings.host,

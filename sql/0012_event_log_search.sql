@@ -127,8 +127,12 @@ ALTER TABLE events
         STORED,
     ADD COLUMN actor_user_id bigint GENERATED ALWAYS AS (event_actor_user_id(metadata)) STORED;
 
--- Each filter reads its index newest first from a position; counts are index-only scans.
+-- A search walks the log newest first through the index of one filter, from a position
+-- (eventstore.search); the pairs a search often combines have theirs. Counts read only them.
 CREATE INDEX events_kind_position ON events (kind, position);
 CREATE INDEX events_project_position ON events (project, position) WHERE project IS NOT NULL;
+CREATE INDEX events_project_kind_position ON events (project, kind, position)
+    WHERE project IS NOT NULL;
 CREATE INDEX events_actor_position ON events (actor_user_id, position);
+CREATE INDEX events_actor_kind_position ON events (actor_user_id, kind, position);
 CREATE INDEX events_recorded_at_position ON events (recorded_at, position);

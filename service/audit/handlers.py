@@ -3,6 +3,7 @@ and /api/admin/search/events (its filters, plus a cursor by log position)."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import TYPE_CHECKING, Final
 
@@ -19,6 +20,7 @@ from service.audit.responses import (
     LogEvent,
     log_event,
 )
+from service.connections import sharing, snapshot_of
 from service.errors import ValidationError
 from service.eventstore import LogFilter
 from service.http import Route, int_param, json_response, principal, query_param
@@ -26,6 +28,7 @@ from service.http import Route, int_param, json_response, principal, query_param
 if TYPE_CHECKING:
     from datetime import datetime
 
+    import asyncpg
     from aiohttp import web
 
 LIST_LIMIT: Final = 100  # Unleash's lists show the last 100
@@ -98,11 +101,10 @@ async def _read(  # noqa: PLR0913 - a search's parts
     until: datetime | None = None,
 ) -> tuple[list[LogEvent], int]:
     """One snapshot: the time range as positions, the page, the total, what the page's streams
-    held before its events."""
-    async with (
-        request.app[POOL].acquire() as conn,
-        conn.transaction(isolation="repeatable_read", readonly=True),
-    ):
+    held before its events. The total (an index scan as long as the matches) is counted at
+    the same time on a second connection that shares the snapshot."""
+    pool = request.app[POOL]
+    async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
         if since is not None:
             first = await eventstore.first_at_or_after(conn, since)
             found = _bounded(
@@ -112,13 +114,21 @@ async def _read(  # noqa: PLR0913 - a search's parts
             first = await eventstore.first_at_or_after(conn, until)
             if first is not None:
                 found = _bounded(found, until=first)
-        page = await eventstore.search(
-            conn, found, limit=limit, offset=offset, after=after, before=before
-        )
-        total = await eventstore.count(conn, found)
-        context = await queries.contexts(conn, page)
+        counting = asyncio.create_task(_count(pool, await snapshot_of(conn), found))
+        try:
+            page = await eventstore.search(
+                conn, found, limit=limit, offset=offset, after=after, before=before
+            )
+            context = await queries.contexts(conn, page)
+        finally:
+            total = await counting
     events = [log_event(e, context[e.recorded.position]) for e in page if e.recorded.position]
     return events, total
+
+
+async def _count(pool: asyncpg.Pool, snapshot: str, found: LogFilter) -> int:
+    async with sharing(pool, snapshot) as conn:
+        return await eventstore.count(conn, found)
 
 
 def _bounded(found: LogFilter, *, since: int | None = None, until: int | None = None) -> LogFilter:

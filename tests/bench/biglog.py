@@ -196,6 +196,7 @@ def _flag(log: _Log) -> None:
             tag_type="simple",
             value=rng.choice(("web", "api", "ops")),
             tagged_at=log.tick(),
+            project=project,
         )
     )
     if rng.random() < 0.3:
