@@ -30,5 +30,11 @@ def writes(recorded: RecordedEvent) -> list[Write]:
 
 
 PROJECTION = Projection(
-    name="activity_daily", mode="async", tables=(ACTIVITY_DAILY,), writes=writes, handles=None
+    name="activity_daily",
+    mode="async",
+    tables=(ACTIVITY_DAILY,),
+    writes=writes,
+    handles=None,
+    reads_event=False,
+    reads_metadata=True,
 )

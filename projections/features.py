@@ -174,6 +174,7 @@ def _clone(e: FeatureCloned) -> list[Write]:
 PROJECTION = Projection(
     name="features",
     mode="inline",
+    by_stream=True,
     tables=(FEATURES, FEATURE_ENVIRONMENTS, FEATURE_STRATEGIES, FEATURE_TAGS, FEATURE_DEPENDENCIES),
     writes=writes,
     handles=frozenset(

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import random
+import sys
 import time
 from typing import TYPE_CHECKING, NamedTuple
 
 import asyncpg
+import msgspec
 import structlog
 
 from projections.follower import SAVE_CHECKPOINT
@@ -20,8 +23,9 @@ from projections.rebuild import (
     table_specs,
     tables,
 )
-from projections.registry import ASYNC
-from service import eventstore
+from projections.registry import ASYNC, GROUPS
+from projections.worker import DSN_VARIABLE
+from service import connections, eventstore
 from service.connections import set_search_path
 
 if TYPE_CHECKING:
@@ -50,14 +54,19 @@ WHERE a.attrelid = ('readmodel.' || quote_ident($1))::regclass
 """
 # Events still to apply after which the catch-up moves under the swap's locks.
 SWAP_BACKLOG = 1_000
+# A log this long, or longer, is rebuilt by one process per group of projections: below,
+# starting them costs more than it saves.
+PARALLEL_FROM = 100_000
 
 
-async def replay(conn: Conn) -> int:
+async def replay(conn: Conn, dsn: str | None = None) -> int:
     """Rebuild every read model from the log; returns the events applied.
 
-    1. Without locks: every event is applied in memory, following the head until fewer than
-       SWAP_BACKLOG are left, and copied into scratch tables, which then get their keys;
-       writers go on meanwhile.
+    1. Without locks: every event is applied in memory and copied into scratch tables, which
+       then get their keys; writers go on meanwhile. A log of PARALLEL_FROM events or more,
+       given the `dsn` to connect with, is rebuilt by one process per group of projections
+       (registry.GROUPS, projections/worker.py), up to the head as it was; a smaller one here,
+       following the head until fewer than SWAP_BACKLOG events are left.
     2. Without locks: the events appended meanwhile are applied to the scratch tables as SQL.
     3. `_swap`, under locks that stop writers (not readers) for its duration: the last events,
        then each live table is made equal to its rebuild by deleting the rows that differ and
@@ -69,13 +78,18 @@ async def replay(conn: Conn) -> int:
         async with conn.transaction():
             await create_scratch(conn, REPLAY_SCHEMA, indexes=False)
         started = time.perf_counter()
-        async with conn.transaction():
-            await conn.execute(set_search_path(REPLAY_SCHEMA))
-            count, done = await rebuild_to_head(conn, SWAP_BACKLOG)
+        head = await eventstore.head(conn)
+        if dsn is not None and head >= PARALLEL_FROM:
+            count, done, workers = await _in_workers(dsn, head), head, len(GROUPS)
             rebuilt = time.perf_counter()
-            await add_keys(conn, REPLAY_SCHEMA)
-        for table in tables():
-            await conn.execute(f"ANALYZE {REPLAY_SCHEMA}.{table}")
+            await _keys_in_parallel(dsn)
+        else:
+            async with conn.transaction():
+                await conn.execute(set_search_path(REPLAY_SCHEMA))
+                count, done = await rebuild_to_head(conn, SWAP_BACKLOG)
+                rebuilt = time.perf_counter()
+                await add_keys(conn, REPLAY_SCHEMA)
+            workers = 0
         keyed = time.perf_counter()
         head = await eventstore.head(conn)
         if head - done > 0:
@@ -88,6 +102,7 @@ async def replay(conn: Conn) -> int:
         log.info(
             "replay_done",
             events=count + swapped.events,
+            workers=workers,
             rebuild_seconds=round(rebuilt - started, 3),
             keys_seconds=round(keyed - rebuilt, 3),
             catch_up_seconds=round(caught_up - keyed, 3),
@@ -99,6 +114,68 @@ async def replay(conn: Conn) -> int:
     finally:
         await conn.execute(f"DROP SCHEMA IF EXISTS {REPLAY_SCHEMA} CASCADE")
         await conn.execute("SELECT pg_advisory_unlock($1)", REPLAY_LOCK)
+
+
+async def _in_workers(dsn: str, upto: int) -> int:
+    """Each group of projections rebuilt up to `upto` by a process of its own, at once;
+    returns the events the log holds up to there. Any failure stops the others."""
+    env = os.environ | {DSN_VARIABLE: dsn}
+    procs = [
+        await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "projections.worker",
+            REPLAY_SCHEMA,
+            str(group),
+            str(upto),
+            env=env,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        for group in range(len(GROUPS))
+    ]
+    try:
+        outputs = await asyncio.gather(*(p.communicate() for p in procs))
+    finally:
+        for proc in procs:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+    for proc, (out, err) in zip(procs, outputs, strict=True):
+        if proc.returncode != 0:
+            raise WorkerFailed(
+                f"a rebuild worker failed ({proc.returncode}): {err.decode()[-2000:]}"
+            )
+        log.info("replay_worker_done", **msgspec.json.decode(out.splitlines()[-1]))
+    return upto
+
+
+async def _keys_in_parallel(dsn: str, connections_used: int = 2) -> None:
+    """The scratch tables' keys, made on a few connections at once (the largest first)."""
+    specs = sorted(table_specs(), key=lambda t: KEY_ORDER.get(t.name, len(KEY_ORDER)))
+    shares = [specs[i::connections_used] for i in range(connections_used)]
+
+    async def make(share: list[Table]) -> None:
+        conn = await connections.connect(dsn)
+        try:
+            await add_keys(conn, REPLAY_SCHEMA, share)
+        finally:
+            await conn.close()
+
+    await asyncio.gather(*(make(share) for share in shares))
+
+
+# The tables with the most rows at a million events, their keys taking the longest.
+KEY_ORDER = {
+    name: n
+    for n, name in enumerate(
+        ("feature_environments", "feature_strategies", "features", "feature_tags", "sessions")
+    )
+}
+
+
+class WorkerFailed(Exception):
+    """A process of a parallel rebuild did not finish; nothing was swapped in."""
 
 
 class Swapped(NamedTuple):

@@ -144,9 +144,9 @@ async def _migrate(conn: Conn, _args: argparse.Namespace, _dsn: str) -> int:
     return 0
 
 
-async def _replay(conn: Conn, _args: argparse.Namespace, _dsn: str) -> int:
+async def _replay(conn: Conn, _args: argparse.Namespace, dsn: str) -> int:
     try:
-        count = await replay(conn)
+        count = await replay(conn, dsn)
     except ReplayBusy as exc:
         print(f"error: {exc}; nothing was changed, run it again", file=sys.stderr)
         return 1

@@ -122,6 +122,14 @@ class RecordedEvent(msgspec.Struct, frozen=True, kw_only=True):
     event: DomainEvent
 
 
+# Stand-ins for what a reader did not decode: a rebuild of projections that never read the
+# event or the metadata skips them (eventstore.Reading; projections.base.Projection.reads_*,
+# which tests hold true). Never appended, never shown.
+UNREAD_EVENT: Final[DomainEvent] = SegmentDeleted(segment_id=0, name="(not read)")
+UNREAD_METADATA: Final = Metadata(
+    actor_id="(not read)", actor_name="(not read)", actor_kind="(not read)", source="(not read)"
+)
+
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(DomainEvent)
 _metadata_decoder = msgspec.json.Decoder(Metadata)

@@ -8,17 +8,30 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from projections import replay as replay_module
 from projections import writes
 from projections.memory import MemoryTables
-from projections.rebuild import add_keys, create_scratch, table_specs, tables
-from projections.registry import ALL, reading
+from projections.rebuild import (
+    add_keys,
+    create_scratch,
+    names,
+    rebuild,
+    rebuild_group,
+    table_specs,
+    tables,
+)
+from projections.registry import ALL, GROUPS, reading
 from projections.replay import replay
 from projections.verify import verify
 from service import codec, eventstore
 from service.codec import RecordedEvent
+from service.connections import set_search_path
+from service.events import Metadata
 from service.users.events import (
     PersonalAccessTokenCreated,
     PersonalAccessTokenDeleted,
@@ -31,13 +44,16 @@ from service.users.events import (
 )
 from tests.bench.biglog import generate
 from tests.factories import TEST_ACTOR
+from tests.strategies import for_type
 from tests.test_stored_events import SAMPLED
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from projections.base import Projection
     from service.codec import DomainEvent
     from service.connections import Conn
+    from service.events import Event
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -205,3 +221,104 @@ async def test_every_table_key_is_the_tables_primary_key(conn: Conn) -> None:
     """The memory interpreter keys rows by Table.key; PostgreSQL by the primary key."""
     for table in table_specs():
         assert tuple(await conn.fetchval(PRIMARY_KEY, table.name)) == table.key, table.name
+
+
+@settings(
+    max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(seed=st.integers(min_value=0, max_value=2**32))
+async def test_the_groups_of_a_parallel_replay_rebuild_what_one_process_does(
+    dsn: str, seed: int
+) -> None:
+    """Every group (the flags' split by stream among them, each reading only its types and
+    skipping what no projection of it reads) into one schema: the same rows as a whole
+    rebuild into another."""
+    from service import connections  # noqa: PLC0415 - a connection per example
+
+    conn = await connections.connect(dsn)
+    tx = conn.transaction()
+    await tx.start()
+    try:
+        await generate(conn, 3_000, seed=seed)
+        head = await eventstore.head(conn)
+        for schema in ("whole", "grouped"):
+            await create_scratch(conn, schema, indexes=False)
+        await conn.execute(set_search_path("whole"))
+        await rebuild(conn, dict.fromkeys(names(), head))
+        await conn.execute(set_search_path("grouped"))
+        counts = [await rebuild_group(conn, group, head) for group in GROUPS]
+        assert await _rows(conn, "whole") == await _rows(conn, "grouped")
+        assert len((await _rows(conn, "whole"))["features"]) > 20
+        assert counts[-1] == head  # the activity counts read every event
+    finally:
+        await tx.rollback()
+        await conn.close()
+
+
+def test_the_groups_hold_every_projection_once_and_every_shard() -> None:
+    seen: dict[str, set[int]] = {}
+    for group in GROUPS:
+        for projection in group.projections:
+            assert group.shards == 1 or projection.by_stream, projection.name
+            assert group.shard not in seen.setdefault(projection.name, set())
+            seen[projection.name].add(group.shard)
+    shards = {p.name: max(g.shards for g in GROUPS if p in g.projections) for p in ALL}
+    assert seen == {p.name: set(range(shards[p.name])) for p in ALL}
+
+
+PROJECTION_TYPES = [
+    (projection, cls)
+    for projection in ALL
+    for cls in codec.EVENT_TYPES.values()
+    if projection.handles is None or cls in projection.handles
+]
+ANY_EVENT = st.sampled_from(list(codec.EVENT_TYPES.values())).flatmap(for_type)
+
+
+@pytest.mark.parametrize(
+    ("projection", "cls"),
+    PROJECTION_TYPES,
+    ids=[f"{p.name}-{c.type_name()}" for p, c in PROJECTION_TYPES],
+)
+@settings(max_examples=5, deadline=None)
+@given(data=st.data())
+def test_projections_read_no_more_than_they_say(
+    projection: Projection, cls: type[Event], data: st.DataObject
+) -> None:
+    """A projection that does not read the metadata writes the same whatever it says, and one
+    that does not read the event, whatever it is: a rebuild may leave them undecoded."""
+    record = _recorded([data.draw(for_type(cls))])[0]
+    if not projection.reads_metadata:
+        changed = msgspec.structs.replace(record, metadata=data.draw(for_type(Metadata)))
+        assert projection.writes(changed) == projection.writes(record)
+    if not projection.reads_event:
+        changed = msgspec.structs.replace(record, event=data.draw(ANY_EVENT))
+        assert projection.writes(changed) == projection.writes(record)
+
+
+async def test_a_large_log_is_replayed_by_worker_processes(
+    dsn: str, conn: Conn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One process per group (projections/worker.py), as `replay` runs them from PARALLEL_FROM
+    events on: the read models they make verify, and a second replay rewrites nothing."""
+    monkeypatch.setattr(replay_module, "PARALLEL_FROM", 1)
+    await generate(conn, 2_000, seed=5)
+    assert await replay(conn, dsn) >= 2_000
+    assert (await verify(conn)).ok
+    before = {t: await conn.fetch(f"SELECT ctid, xmin FROM readmodel.{t}") for t in tables()}
+    await replay(conn, dsn)
+    after = {t: await conn.fetch(f"SELECT ctid, xmin FROM readmodel.{t}") for t in tables()}
+    assert after == before
+
+
+async def test_a_failed_worker_stops_the_replay_and_changes_nothing(
+    conn: Conn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(replay_module, "PARALLEL_FROM", 1)
+    await generate(conn, 500, seed=6)
+    await replay(conn)
+    right = await _rows(conn, "readmodel")
+    with pytest.raises(replay_module.WorkerFailed, match="rebuild worker failed"):
+        await replay(conn, "postgresql://nobody@127.0.0.1:1/nothing")
+    assert await _rows(conn, "readmodel") == right
+    assert await conn.fetchval("SELECT to_regnamespace($1)", replay_module.REPLAY_SCHEMA) is None

@@ -10,6 +10,7 @@ import msgspec
 from projections.entities import PARTS, secret_columns
 from projections.memory import MemoryTables, TrackedTables, layouts
 from projections.rebuild import in_memory, table_specs
+from projections.registry import INLINE
 from service import eventstore
 from service.audit.diff import EntityChange, Point, Reading, diff
 from service.audit.instants import parse_instant
@@ -91,10 +92,10 @@ async def changes(
 ) -> list[EntityChange]:
     """What differs between the states at two positions (start <= end), entity by entity:
     one rebuild up to `end` that remembers, past `start`, each row before its first change."""
-    memory = TrackedTables(table_specs())
-    await in_memory(conn, start, memory)
+    memory = TrackedTables(table_specs())  # the inline read models: what entities are made of
+    await in_memory(conn, start, memory, among=INLINE)
     memory.track()
-    await in_memory(conn, end, memory, after=start)
+    await in_memory(conn, end, memory, after=start, among=INLINE)
     found = await layout(conn)
     defaults = {table: dict(columns) for table, columns in found.columns.items()}
     assert memory.before is not None
