@@ -17,7 +17,7 @@ import msgspec
 import structlog
 import uvloop
 
-from projections.replay import ReplayBusy, replay
+from projections.replay import ReplayBusy, WorkerFailed, replay
 from projections.verify import verify
 from service import connections, embedded, eventstore, migrations, reporting, serving
 from service.audit import report
@@ -147,7 +147,7 @@ async def _migrate(conn: Conn, _args: argparse.Namespace, _dsn: str) -> int:
 async def _replay(conn: Conn, _args: argparse.Namespace, dsn: str) -> int:
     try:
         count = await replay(conn, dsn)
-    except ReplayBusy as exc:
+    except (ReplayBusy, WorkerFailed) as exc:
         print(f"error: {exc}; nothing was changed, run it again", file=sys.stderr)
         return 1
     print(f"replayed {count} events into every read model")

@@ -5,9 +5,11 @@ process on a fresh embedded PostgreSQL (default durability); `tests.bench.biglog
 BENCH_REPLAY_EVENTS events (default 1,000,000) to its log without inline projections. Then:
 
 1. a first `replay` builds the empty read models (every row is inserted by the swap: "cold");
-2. two more `replay` runs, each while a client creates flags through the API at concurrency
-   BENCH_REPLAY_WRITERS (default 4), one request after another per writer: the rate replay
-   reaches with the read models right, and the latency of the creates while it runs.
+2. two more `replay` runs with nothing else running: the rate replay reaches with the read
+   models right;
+3. two more, each while a client creates flags through the API at concurrency
+   BENCH_REPLAY_WRITERS (default 4), one request after another per writer: the latency of the
+   creates while it runs (and the rate replay keeps with them taking their share of the CPU).
 
 Each `replay` is the CLI (`python -m service replay`), and its `replay_done` log line gives the
 phases: rebuild (memory and COPY), keys, catch-up, and the swap, whose locks stop writers.
@@ -57,6 +59,7 @@ def run_replay(env: dict[str, str]) -> dict[str, Any]:
         k: phases[k]
         for k in (
             "events",
+            "workers",
             "rebuild_seconds",
             "keys_seconds",
             "catch_up_seconds",
@@ -125,12 +128,14 @@ async def bench() -> dict[str, Any]:
         finally:
             await conn.close()
         cold = run_replay(env)
+        alone = [run_replay(env) for _ in range(2)]
         runs = [await measured(base, env, writers) for _ in range(2)]
     return {
         "events": appended,
         "generate_seconds": round(generated, 1),
         "writers": writers,
         "cold": cold,
+        "alone": alone,
         "runs": runs,
     }
 
@@ -142,9 +147,11 @@ def render(report: dict[str, Any]) -> str:
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     )
     rows = []
-    for name, r in [("cold (empty read models)", report["cold"])] + [
-        (f"with {report['writers']} writers", r) for r in report["runs"]
-    ]:
+    for name, r in (
+        [("cold (empty read models)", report["cold"])]
+        + [("alone", r) for r in report["alone"]]
+        + [(f"with {report['writers']} writers", r) for r in report["runs"]]
+    ):
         rows.append(
             f"| {name} | {r['events']:,} | {r['seconds']} | {r['events_per_s']:,} "
             f"| {r['rebuild_seconds']} | {r['keys_seconds']} | {r['catch_up_seconds']} "
