@@ -184,16 +184,8 @@ async def _advance_stream(
 
 
 def _record(row: asyncpg.Record) -> RecordedEvent:
-    return RecordedEvent(
-        position=row["position"],
-        stream_type=row["stream_type"],
-        stream_key=row["stream_key"],
-        stream_version=row["stream_version"],
-        event_id=row["event_id"],
-        recorded_at=row["recorded_at"],
-        metadata=decode_metadata(row["metadata"]),
-        event=decode(row["type"], row["schema_version"], row["data"]),
-    )
+    """A row of the envelope's columns, data and metadata as text: the event as recorded."""
+    return _read_whole(row)
 
 
 async def head(conn: Conn) -> int:
@@ -310,6 +302,9 @@ def _reader(reading: Reading) -> Callable[[asyncpg.Record], RecordedEvent]:
         )
 
     return read
+
+
+_read_whole = _reader(Reading())
 
 
 async def read_log(

@@ -177,6 +177,18 @@ def wrk_row(server: str, concurrency: int, seconds: int, pid: int | None, args: 
     )
 
 
+def dsn_of(env: dict[str, str]) -> str:
+    """The connection string of the database a service started with `env` uses."""
+    return subprocess.run(
+        [sys.executable, "-m", "service", "dsn"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+
+
 @contextlib.contextmanager
 def serving_ours(env_out: dict[str, str] | None = None) -> Iterator[tuple[str, int]]:
     """Our service as its own process on a fresh embedded PostgreSQL: yields (base URL, pid).

@@ -20,7 +20,6 @@ import json
 import os
 import random
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -31,7 +30,7 @@ import aiohttp
 from service import connections
 from tests.bench.append import percentile
 from tests.bench.biglog import generate
-from tests.bench.create import REFERENCE_TOKEN, ROOT, TOKEN, serving_ours, serving_reference
+from tests.bench.create import REFERENCE_TOKEN, TOKEN, dsn_of, serving_ours, serving_reference
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -105,17 +104,6 @@ async def connected(dsn: str) -> AsyncIterator[asyncpg.Connection]:
         yield conn
     finally:
         await conn.close()
-
-
-def dsn_of(env: dict[str, str]) -> str:
-    return subprocess.run(
-        [sys.executable, "-m", "service", "dsn"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
 
 
 async def copy_to_reference(ours: str, reference: str) -> int:

@@ -33,7 +33,7 @@ import aiohttp
 from service import connections
 from tests.bench.append import percentile
 from tests.bench.biglog import generate
-from tests.bench.create import ROOT, TOKEN, serving_ours
+from tests.bench.create import ROOT, TOKEN, dsn_of, serving_ours
 
 OUT = Path(__file__).resolve().parent / "out" / "replay.json"
 
@@ -112,14 +112,7 @@ async def bench() -> dict[str, Any]:
     writers = int(os.environ.get("BENCH_REPLAY_WRITERS", "4"))
     env: dict[str, str] = {}
     with serving_ours(env) as (base, _pid):
-        dsn = subprocess.run(
-            [sys.executable, "-m", "service", "dsn"],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
+        dsn = dsn_of(env)
         conn = await connections.connect(dsn)
         try:
             started = time.perf_counter()
