@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import functools
 import itertools
+import math
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import UTC, datetime
@@ -611,11 +612,16 @@ _DRIVERS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
 _CASTS = {"stream_key": "text", "project": "text", "kind": "text", "actor_user_id": "bigint"}
 
 
+# A search walks its driver's index once per combination of values: past this many, a pair
+# falls back to one of its filters (the other is checked on the way), and then to none.
+MAX_WALKS: Final = 200
+
+
 def _driver(found: LogFilter) -> tuple[tuple[str, ...], list[tuple[object, ...]]] | None:
     """The columns a search walks by, and every combination of their values."""
     for fields, columns in _DRIVERS:
         values = [getattr(found, f) for f in fields]
-        if all(v is not None for v in values):
+        if all(v is not None for v in values) and math.prod(map(len, values)) <= MAX_WALKS:
             return columns, list(itertools.product(*values))
     return None
 

@@ -650,3 +650,24 @@ async def test_every_combination_of_filters_answers_as_filtering_the_whole_log_w
             ][::-1]
         seen = await search(client, f"{text}&limit=1000", editor_headers)
         assert [e["id"] for e in seen["events"]] == [e["id"] for e in expected if e["project"]]
+
+
+async def test_many_values_fall_back_to_fewer_walks_and_too_many_are_refused(
+    client: Client,
+) -> None:
+    await a_flag_with_a_history(client, "one")
+    await a_flag_with_a_history(client, "two")
+    everything = (await search(client, "limit=1000"))["events"]
+    kinds = sorted({e["type"] for e in everything})
+    projects = ["default"] + [f"p{n}" for n in range(15)]
+    assert len(kinds) * len(projects) > eventstore.MAX_WALKS  # more walks than a pair may take
+    query = f"type=IS_ANY_OF:{','.join(kinds)}&project=IS_ANY_OF:{','.join(projects)}"
+    found = await search(client, f"{query}&limit=1000")
+    expected = [e["id"] for e in everything if e["project"] == "default"]
+    assert [e["id"] for e in found["events"]] == expected
+    assert found["total"] == len(expected)
+    values = ",".join(f"t{n}" for n in range(101))
+    resp = await client.get(f"{SEARCH}?type=IS_ANY_OF:{values}", headers=ADMIN)
+    assert (
+        await error(resp, 400, "ValidationError")
+    ) == "type takes at most 100 values - at `type`"

@@ -35,6 +35,7 @@ LIST_LIMIT: Final = 100  # Unleash's lists show the last 100
 SEARCH_LIMIT: Final = 50  # Unleash's default page
 MAX_LIMIT: Final = 1000  # and its largest
 POSITION_DIGITS: Final = 18
+MAX_VALUES: Final = 100  # of one filter (IS_ANY_OF)
 # Unleash's filter syntax: an operator, then comma-separated values.
 _FILTER = re.compile(r"^(IS|IS_ANY_OF):(.+)$", re.DOTALL)
 _USER_ID = re.compile(r"^-?[0-9]{1,18}$")
@@ -152,6 +153,8 @@ def _filter(request: web.Request, name: str) -> list[str] | None:
     values = [v.strip() for v in match[2].split(",")] if match else []
     if not values or not all(values):
         raise ValidationError(f"{name} must be IS:<value> or IS_ANY_OF:<value>,... - at `{name}`")
+    if len(values) > MAX_VALUES:
+        raise ValidationError(f"{name} takes at most {MAX_VALUES} values - at `{name}`")
     return values
 
 
