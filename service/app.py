@@ -14,6 +14,7 @@ from service import auth, connections, migrations
 from service.api_tokens import handlers as api_tokens
 from service.appkeys import (
     LIFECYCLE,
+    PAST_READS,
     POOL,
     RESOLVER,
     ROUTE_TABLE,
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from service.settings import Settings
 
 READY_TIMEOUT = 2.0
+PAST_READS_AT_ONCE = 2  # one a core here: the others wait (service/audit/past.py)
 CLOSE_SECONDS = 2.0  # each of the runner and the pool get this long to stop, then are cut
 
 
@@ -103,6 +105,7 @@ def create_app(
     app[LIFECYCLE] = Lifecycle()
     app[SCHEMA_VERSION] = len(migrations.load_migrations())
     app[ROUTE_TABLE] = {}
+    app[PAST_READS] = asyncio.Semaphore(PAST_READS_AT_ONCE)
     metrics = app[METRICS] = Metrics(projection_lags)
     usage = app[TOKEN_USAGE] = TokenUsage(metrics.committed)
     app[HASHING] = PasswordHashing(settings.password_hash_concurrency)

@@ -64,6 +64,9 @@ LIFECYCLE = web.AppKey("lifecycle", Lifecycle)
 ROUTE_TABLE = web.AppKey("route_table", dict["AbstractRoute", "Route"])
 SCHEMA_VERSION = web.AppKey("schema_version", int)
 TOKEN_USAGE: web.AppKey[TokenUseRecorder] = web.AppKey("token_usage")
+# Reads of a past state rebuild read models from the log (CPU, a second a hundred thousand
+# events): this many at once per process, the others wait their turn.
+PAST_READS = web.AppKey("past_reads", asyncio.Semaphore)
 
 # Per-request state.
 PRINCIPAL = web.RequestKey("principal", Principal)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Final
 
 from projections.rebuild import rebuild, tables
 from projections.registry import INLINE
-from service.appkeys import POOL
+from service.appkeys import PAST_READS, POOL
 from service.audit.instants import parse_instant
 from service.http import query_param
 
@@ -29,11 +29,14 @@ async def reading(request: web.Request) -> AsyncIterator[Conn]:
     """A connection on the read models as they are, or, with `?at=` (an RFC 3339 time or a
     log position), as they were then. Routes that use it declare `past=True`."""
     raw = query_param(request, AT)
-    async with request.app[POOL].acquire() as conn:
-        if raw is None or raw == "":
+    if raw is None or raw == "":
+        async with request.app[POOL].acquire() as conn:
             yield conn
-            return
-        async with state_at(conn, await parse_instant(raw, AT).position_in(conn)):
+        return
+    instant = parse_instant(raw, AT)
+    async with request.app[PAST_READS], request.app[POOL].acquire() as conn:
+        position = await instant.position_in(conn)
+        async with state_at(conn, position):
             yield conn
 
 
