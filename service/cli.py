@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, TextIO
 
 import asyncpg
 import msgspec
-import structlog
 import uvloop
 
 from projections.replay import ReplayBusy, WorkerFailed, replay
@@ -31,8 +30,6 @@ if TYPE_CHECKING:
     from types import FrameType
 
     from service.connections import Conn
-
-log = structlog.get_logger()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -235,8 +232,7 @@ async def _reporting_user(conn: Conn, args: argparse.Namespace, dsn: str) -> int
         await reporting.create_login(conn, name, password)
     except reporting.LoginRefused as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
-    log.info("reporting_user_created", role=name)  # never the password
+        return 2 if isinstance(exc, reporting.NameRefused) else 1
     print(f"created login {name}, read-only, member of {reporting.REPORTING_ROLE}")
     print(f"password: {password}")
     print(f"connection: {reporting.connection_string(dsn, name, password)}")

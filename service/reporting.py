@@ -38,6 +38,15 @@ class LoginRefused(Exception):
     """The login was not created; the message says why and what to do instead."""
 
 
+class NameRefused(LoginRefused):
+    """The name is a word of SQL: a role so named could not be dropped or altered by name."""
+
+
+# A word SQL reserves in some way (all but the unreserved ones: `user`, `all`, `select`,
+# `current_user`...): as a role's name it would need quotes wherever it is written.
+KEYWORD = "SELECT catcode <> 'U' FROM pg_get_keywords() WHERE word = $1"
+
+
 def check_role_name(name: str) -> str:
     """The name itself, or ValueError saying what a role name may be."""
     if not _ROLE_NAME.fullmatch(name):
@@ -76,6 +85,11 @@ async def create_login(conn: Conn, name: str, password: str) -> None:
         raise LoginRefused(
             f"role {REPORTING_ROLE} does not exist in this cluster: run "
             "`python -m service migrate` first"
+        )
+    if await conn.fetchval(KEYWORD, name):
+        raise NameRefused(
+            f"{name!r} is a word of SQL: a role so named could not be dropped or altered "
+            "by name; choose another"
         )
     if await conn.fetchval(ROLE_EXISTS, name):
         raise LoginRefused(f"role {name} already exists; nothing was changed")

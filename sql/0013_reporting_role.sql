@@ -57,5 +57,15 @@ BEGIN
         RAISE NOTICE 'flagstore_reporting: PUBLIC keeps CREATE on schema public: % owns it, '
             'not %', public_owner::regrole, current_user;
     END IF;
+    -- Large objects: any role may create them (and fill them), which no grant on a table
+    -- stops. Only the owner of these functions, the bootstrap superuser, may take them away;
+    -- the service never uses large objects.
+    IF (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
+        REVOKE EXECUTE ON FUNCTION lo_create(oid), lo_creat(integer), lo_from_bytea(oid, bytea),
+            lo_import(text), lo_import(text, oid) FROM PUBLIC;
+    ELSE
+        RAISE NOTICE 'flagstore_reporting: PUBLIC may still create large objects: % is no '
+            'superuser (docs/reporting.md)', current_user;
+    END IF;
 END
 $$;

@@ -280,3 +280,25 @@ def test_field_changes_are_sorted_and_values_plain() -> None:
         "change": "changed",
         "fields": [{"field": "a", "before": 1, "after": 2}],
     }
+
+
+async def test_a_part_that_is_all_key_shows_whether_it_is_there(
+    client: Client, app: web.Application
+) -> None:
+    """A project's environments have no column but their key: true when there, null when not."""
+    await client.post("/api/admin/projects", json={"id": "p2", "name": "P2"}, headers=ADMIN)
+    start = await head(app)
+    await client.delete("/api/admin/projects/p2/environments/production", headers=ADMIN)
+    found = await diff_of(client, f"from={start}")
+    assert found["changes"] == [
+        {
+            "entity": "project",
+            "id": "p2",
+            "change": "changed",
+            "fields": [{"field": "environments.production", "before": True, "after": None}],
+        }
+    ]
+    created = await diff_of(client, f"from={start - 1}&to={start}")
+    fields = {f["field"]: (f["before"], f["after"]) for f in created["changes"][0]["fields"]}
+    assert fields["environments.development"] == (None, True)
+    assert fields["name"] == (None, "P2")

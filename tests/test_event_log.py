@@ -671,3 +671,54 @@ async def test_many_values_fall_back_to_fewer_walks_and_too_many_are_refused(
     assert (
         await error(resp, 400, "ValidationError")
     ) == "type takes at most 100 values - at `type`"
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ("feature=IS:%00", "feature"),
+        ("type=IS:%00x", "type"),
+        ("project=IS_ANY_OF:a,b%00", "project"),
+        ("from=IS:2026-W48-2", "from"),
+        ("from=IS:20261124", "from"),
+        ("to=IS:2026-11-24T21:53Z", "to"),
+        ("to=IS:2026-11-24T21:53:29,1Z", "to"),
+        ("from=IS:5", "from"),
+    ],
+)
+async def test_nul_characters_and_times_that_are_not_rfc_3339_are_a_400(
+    client: Client, query: str, field: str
+) -> None:
+    message = await error(
+        await client.get(f"{SEARCH}?{query}", headers=ADMIN), 400, "ValidationError"
+    )
+    assert message.endswith(f"at `{field}`")
+    assert "log position" not in message
+    resp = await client.get("/api/admin/events?project=%00", headers=ADMIN)
+    await error(resp, 400, "ValidationError")
+
+
+async def test_times_at_the_ends_of_the_calendar_stand_for_the_first_and_last(
+    client: Client,
+) -> None:
+    await a_flag_with_a_history(client)
+    everything = await search(client, "limit=1000")
+    for query, total in [
+        ("to=IS:9999-12-31", everything["total"]),
+        ("to=IS:9999-12-31T23:59:59.999999Z", everything["total"]),
+        ("from=IS:9999-12-31T23:59:59-01:00", 0),
+        ("to=IS:0001-01-01T00:00:00%2B01:00", 0),
+        ("from=IS:0001-01-01", everything["total"]),
+        ("from=IS:2026-11-24t00:00:00z", None),  # lower-case letters are RFC 3339 too
+    ]:
+        found = await search(client, query)
+        assert total is None or found["total"] == total, query
+    late = await answer_of(client, "/api/admin/projects?at=9999-12-31T23:59:59-01:00")
+    assert late == await answer_of(client, "/api/admin/projects")
+    early = await answer_of(client, "/api/admin/projects?at=0001-01-01T00:00:00%2B01:00")
+    assert early == (200, '{"version":1,"projects":[]}')
+
+
+async def answer_of(client: Client, path: str) -> tuple[int, str]:
+    resp = await client.get(path, headers=ADMIN)
+    return resp.status, await resp.text()

@@ -201,6 +201,13 @@ def _fields(
         prefix = ".".join([part.part, *(["/".join(named)] if named else [])]) + "."
     skipped = {part.owner, *key}
     columns = sorted({*(old or {}), *(new or {})} - skipped)
+    if not columns:  # a part's row that is all key (a project's environment): there, or not
+        there = FieldChange(
+            field=prefix[:-1],
+            before=True if old is not None else None,
+            after=True if new is not None else None,
+        )
+        return [there] if part.part is not None else []
     changes = []
     for column in columns:
         was, now = (

@@ -46,7 +46,7 @@ _REFUSED: Final = ("query",)
 async def list_events(request: web.Request) -> web.Response:
     """The last 100 events, or the last 100 of one project."""
     project = query_param(request, "project")
-    found = LogFilter(projects=[project] if project else None)
+    found = LogFilter(projects=[_stored_text(project, "project")] if project else None)
     events, total = await _read(request, found, limit=LIST_LIMIT)
     return json_response(EventList(events=events, total_events=total))
 
@@ -155,7 +155,14 @@ def _filter(request: web.Request, name: str) -> list[str] | None:
         raise ValidationError(f"{name} must be IS:<value> or IS_ANY_OF:<value>,... - at `{name}`")
     if len(values) > MAX_VALUES:
         raise ValidationError(f"{name} takes at most {MAX_VALUES} values - at `{name}`")
-    return values
+    return [_stored_text(value, name) for value in values]
+
+
+def _stored_text(value: str, name: str) -> str:
+    """No stored text holds NUL (PostgreSQL's text cannot): a value with one is a 400."""
+    if "\x00" in value:
+        raise ValidationError(f"{name} may not contain the NUL character - at `{name}`")
+    return value
 
 
 def _position(request: web.Request, name: str) -> int | None:
