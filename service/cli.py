@@ -253,10 +253,14 @@ async def export(conn: Conn, out: TextIO, *, after: int = 0) -> int:
 
 @contextlib.contextmanager
 def _output(path: str | None) -> Iterator[TextIO]:
+    """Standard output, or a file only its owner may read: an export holds the hashes of
+    tokens, sessions and passwords that the events hold (the chain covers them)."""
     if path is None:
         yield sys.stdout
         return
-    with Path(path).open("w", encoding="utf-8") as handle:
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(descriptor, 0o600)  # a file that was there keeps its mode otherwise
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
         yield handle
 
 

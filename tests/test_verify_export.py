@@ -8,6 +8,7 @@ import ast
 import importlib.util
 import io
 import json
+import os
 import subprocess
 import sys
 from decimal import Decimal
@@ -20,6 +21,7 @@ from hypothesis import strategies as st
 from service import cli
 from tests.bench.biglog import generate
 from tests.factories import append, noted
+from tests.processes import run_cli
 
 if TYPE_CHECKING:
     from service.connections import Conn
@@ -35,9 +37,9 @@ text = _tool.text
 HOSTILE = 'quote " backslash \\ tab \t newline \n bell \x07 del \x7f é 東京 🚀 \u2028'
 
 
-def run(lines: list[str]) -> tuple[int, str]:
+def run(lines: list[str], *args: str) -> tuple[int, str]:
     done = subprocess.run(
-        [sys.executable, str(TOOL), "-"],
+        [sys.executable, str(TOOL), *args, "-"],
         input="\n".join(lines) + "\n",
         capture_output=True,
         text=True,
@@ -59,8 +61,27 @@ async def test_an_intact_export_passes_and_each_tampering_names_its_first_bad_po
 ) -> None:
     lines = await exported(conn)
     count = len(lines)
-    assert run(lines) == (0, f"OK: {count} events, chain intact")
-    assert run(lines[100:])[0] == 0  # an export made with --after checks from its first line
+    last = json.loads(lines[-1])["hash"]
+    assert run(lines) == (0, f"OK: {count} events, positions 1..{count}, last hash {last}")
+    # An export made with --after N says so: it starts at N + 1, its first prev_hash trusted.
+    assert run(lines[100:], "--after", "100") == (
+        0,
+        f"OK: {count - 100} events, positions 101..{count}, last hash {last}",
+    )
+    # Without it, a file whose first events are gone is found out.
+    assert run(lines[1:]) == (1, "FAILED: position 2 (line 1): expected position 1")
+    assert run(lines[100:], "--after", "99") == (
+        1,
+        "FAILED: position 101 (line 1): expected position 100",
+    )
+    # A cut end passes (the events there are intact) but the last position and hash say
+    # where it ends: compare them with the log's (GET /api/admin/events: the newest `hash`).
+    assert run(lines[:-5])[1].endswith(f"..{count - 5}, last hash {json.loads(lines[-6])['hash']}")
+    # A key given twice: PostgreSQL would keep the last, so the bytes would hide a change.
+    twice = lines.copy()
+    twice[3] = lines[3].replace('"metadata":{', '"metadata":{"source": "forged", ', 1)
+    assert twice[3] != lines[3]
+    assert run(twice)[0] == 1
 
     changed = lines.copy()  # one byte of one event's data: the hostile text's "quote"
     at = next(i for i, line in enumerate(lines) if "quote" in line)
@@ -81,6 +102,16 @@ async def test_an_intact_export_passes_and_each_tampering_names_its_first_bad_po
     assert out.startswith(f"FAILED: line {count}: not an exported event")
     assert run([]) == (1, "FAILED: empty export")
     assert run(["{not json"])[1].startswith("FAILED: line 1: not an exported event")
+
+
+def test_bad_usage_says_how_to_use_it(tmp_path: Path) -> None:
+    for args in ([], ["--after"], ["--after", "x", "f"], ["a", "b"], [str(tmp_path / "none")]):
+        done = subprocess.run(
+            [sys.executable, str(TOOL), *args], capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 2, args
+        assert "Traceback" not in done.stderr
+        assert ("Re-verify an export" in done.stderr) or ("cannot read" in done.stderr)
 
 
 async def test_changed_metadata_or_time_is_found(conn: Conn) -> None:
@@ -146,3 +177,21 @@ async def test_numbers_keep_the_digits_postgresql_prints(conn: Conn) -> None:
 async def test_text_is_what_postgresql_prints_for_jsonb(conn: Conn, value: Any) -> None:
     printed = await conn.fetchval("SELECT $1::jsonb::text", _plain(value))
     assert text(json.loads(printed, parse_float=Decimal)) == printed
+
+
+async def test_an_export_file_is_its_owners_alone(conn: Conn, dsn: str, tmp_path: Path) -> None:
+    """It holds the hashes of tokens, sessions and passwords that the events hold (the chain
+    covers them): mode 0600, even where a file readable by others was before; and it verifies."""
+    await generate(conn, 200, seed=8)
+    target = tmp_path / "export.ndjson"
+    target.write_text("old")
+    target.chmod(0o644)
+    env = {k: v for k, v in os.environ.items() if k != "DATA_DIR"} | {"DATABASE_URL": dsn}
+    done = run_cli(env, "export", "-o", str(target))
+    assert done.returncode == 0, done.stderr
+    assert target.stat().st_mode & 0o777 == 0o600
+    checked = subprocess.run(
+        [sys.executable, str(TOOL), str(target)], capture_output=True, text=True, check=False
+    )
+    assert checked.returncode == 0
+    assert checked.stdout.startswith("OK: ")

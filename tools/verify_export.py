@@ -1,9 +1,6 @@
-"""Re-verify a `python -m service export` file without the service or its database.
-Usage: python3 tools/verify_export.py FILE   (FILE may be -, standard input).
-Checks dense positions, stream versions 1..k (for an export from position 1), each prev_hash
-against the line before (32 zero bytes before position 1) and recomputes each hash as
-docs/events.md "Hash chain" says. Exit 0 when all holds, else 1 naming the first bad position.
-"""
+"""Re-verify an export without the service or its database: python3 tools/verify_export.py
+[--after N] FILE (FILE may be -; N as in `export --after N`). Positions from N + 1, stream versions,
+prev_hash and hash (docs/events.md; a key given twice, null). 0 names the last hash, 1 the fault."""
 
 import decimal
 import hashlib
@@ -13,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+once = lambda pairs: dict(pairs) if len(dict(pairs)) == len(pairs) else None  # noqa: E731
 ESCAPES = dict(zip('"\\\b\f\n\r\t', '"\\bfnrt', strict=True))  # the rest below U+0020: \u00XX
 
 
@@ -39,39 +37,43 @@ def canonical(e: dict[str, Any]) -> bytes:
     return text([*parts, at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")]).encode()
 
 
-def check(lines: list[str]) -> str | None:
+def check(lines: list[str], after: int) -> str | None:
     versions: dict[tuple[str, str], int] = {}
-    previous, expected, whole = None, None, False
+    previous, expected = "00" * 32 if after == 0 else None, after + 1
     for number, line in enumerate(lines, start=1):
         try:  # every field read here: a missing one names its line
-            e = json.loads(line, parse_float=decimal.Decimal)
+            e = json.loads(line, parse_float=decimal.Decimal, object_pairs_hook=once)
             position, stream = e["position"], (e["stream_type"], e["stream_key"])
             digest = hashlib.sha256(bytes.fromhex(e["prev_hash"]) + canonical(e)).hexdigest()
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             return f"line {number}: not an exported event ({exc})"
         where = f"position {position} (line {number})"
-        whole = whole or (number == 1 and position == 1)  # versions are checked from the start
-        if expected is not None and position != expected:
+        if position != expected:
             return f"{where}: expected position {expected}"
-        expected = position + 1
-        start = previous if previous is not None else ("00" * 32 if position == 1 else None)
-        if start is not None and e["prev_hash"] != start:
+        if previous is not None and e["prev_hash"] != previous:
             return f"{where}: prev_hash is not the hash of the event before it"
         if digest != e.get("hash"):
             return f"{where}: hash does not match its content"
-        if whole and e["stream_version"] != versions.get(stream, 0) + 1:
+        if after == 0 and e["stream_version"] != versions.get(stream, 0) + 1:
             return f"{where}: stream {stream[0]}/{stream[1]} version {e['stream_version']}"
-        versions[stream], previous = e["stream_version"], e["hash"]
+        versions[stream], previous, expected = e["stream_version"], e["hash"], position + 1
     return None if lines else "empty export"
 
 
-def main() -> int:
-    data = sys.stdin.read() if sys.argv[1:] == ["-"] else Path(sys.argv[1]).read_text("utf-8")
+def main(args: list[str]) -> int:
+    after = args[1] if args[:1] == ["--after"] and len(args) > 1 else "0"
+    if len(args) != (3 if args[:1] == ["--after"] else 1) or not after.isdigit():
+        return print(__doc__, file=sys.stderr) or 2
+    try:
+        data = sys.stdin.read() if args[-1] == "-" else Path(args[-1]).read_text("utf-8")
+    except (OSError, ValueError) as exc:
+        return print(f"cannot read {args[-1]}: {exc}", file=sys.stderr) or 2
     lines = [line for line in data.split("\n") if line.strip()]
-    problem = check(lines)
-    print(f"FAILED: {problem}" if problem else f"OK: {len(lines)} events, chain intact")
+    last = {} if (problem := check(lines, int(after))) else json.loads(lines[-1])
+    done = f"{len(lines)} events, positions {int(after) + 1}..{last.get('position')}"
+    print(f"FAILED: {problem}" if problem else f"OK: {done}, last hash {last['hash']}")
     return 1 if problem else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
