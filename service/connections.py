@@ -69,11 +69,16 @@ _SNAPSHOT = re.compile(r"[0-9A-F]+-[0-9A-F]+-[0-9]+")
 
 
 @contextlib.asynccontextmanager
-async def sharing(pool: asyncpg.Pool, snapshot: str) -> AsyncIterator[Conn]:
+async def sharing(
+    pool: asyncpg.Pool, snapshot: str, *, wait: float | None = None
+) -> AsyncIterator[Conn]:
     """Another connection in a read-only transaction that sees exactly what the transaction
     which exported `snapshot` (pg_export_snapshot(), still open) sees: so that two queries of
-    one answer run at once and agree."""
-    async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+    one answer run at once and agree. TimeoutError when none is free within `wait` seconds."""
+    async with (
+        pool.acquire(timeout=wait) as conn,
+        conn.transaction(isolation="repeatable_read", readonly=True),
+    ):
         await conn.execute(f"SET TRANSACTION SNAPSHOT '{snapshot}'")
         yield conn
 

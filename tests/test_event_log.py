@@ -4,6 +4,7 @@ position), its event type names and data shapes, preData, tags, and never a secr
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import re
@@ -16,14 +17,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service import codec, eventstore
+from service import bootstrap, codec, connections, eventstore
 from service.api_tokens.events import ApiTokenCreated
+from service.app import create_app
 from service.appkeys import POOL
 from service.audit.history import Context, Tag
 from service.audit.responses import log_event
 from service.codec import EVENT_TYPES, RecordedEvent
 from service.eventstore import LogEntry
 from service.features.events import SegmentCreated, SegmentUpdated, StrategyData, Variant
+from service.settings import Settings
 from service.users import importer
 from service.users.events import (
     ImportedUser,
@@ -34,7 +37,7 @@ from service.users.events import (
     UserDeleted,
 )
 from tests import factories
-from tests.conftest import ADMIN
+from tests.conftest import ADMIN, ADMIN_TOKEN, AiohttpClient
 from tests.strategies import for_type
 from tests.test_features import FEATURES, error
 from tests.test_pats import in_days
@@ -722,3 +725,23 @@ async def test_times_at_the_ends_of_the_calendar_stand_for_the_first_and_last(
 async def answer_of(client: Client, path: str) -> tuple[int, str]:
     resp = await client.get(path, headers=ADMIN)
     return resp.status, await resp.text()
+
+
+async def test_searches_that_hold_every_connection_still_answer(
+    dsn: str, aiohttp_client: AiohttpClient
+) -> None:
+    """A search counts its total on a second connection when one is free at once, else on its
+    own: with every connection of the pool held by searches, none waits for another forever."""
+    settings = Settings(database_url=dsn, init_admin_api_tokens=(ADMIN_TOKEN,), db_pool_size=2)
+    conn = await connections.connect(dsn)
+    try:
+        await bootstrap.seed(conn, settings.init_admin_api_tokens)
+    finally:
+        await conn.close()
+    client = await aiohttp_client(create_app(settings, dsn))
+    await a_flag_with_a_history(client)
+    answers = await asyncio.gather(
+        *(client.get(f"{SEARCH}?type=IS:feature-tagged", headers=ADMIN) for _ in range(8))
+    )
+    assert [r.status for r in answers] == [200] * 8
+    assert {(await r.json())["total"] for r in answers} == {2}

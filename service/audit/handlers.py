@@ -36,6 +36,7 @@ SEARCH_LIMIT: Final = 50  # Unleash's default page
 MAX_LIMIT: Final = 1000  # and its largest
 POSITION_DIGITS: Final = 18
 MAX_VALUES: Final = 100  # of one filter (IS_ANY_OF)
+SECOND_CONNECTION_WAIT: Final = 0.005  # seconds a search waits for a connection to count on
 # Unleash's filter syntax: an operator, then comma-separated values.
 _FILTER = re.compile(r"^(IS|IS_ANY_OF):(.+)$", re.DOTALL)
 _USER_ID = re.compile(r"^-?[0-9]{1,18}$")
@@ -115,7 +116,7 @@ async def _read(  # noqa: PLR0913 - a search's parts
             first = await eventstore.first_at_or_after(conn, until)
             if first is not None:
                 found = _bounded(found, until=first)
-        counting = asyncio.create_task(_count(pool, await snapshot_of(conn), found))
+        counting = asyncio.create_task(_count_aside(pool, await snapshot_of(conn), found))
         try:
             page = await eventstore.search(
                 conn, found, limit=limit, offset=offset, after=after, before=before
@@ -123,13 +124,20 @@ async def _read(  # noqa: PLR0913 - a search's parts
             context = await queries.contexts(conn, page)
         finally:
             total = await counting
+        if total is None:  # no second connection free: counted here, after the page
+            total = await eventstore.count(conn, found)
     events = [log_event(e, context[e.recorded.position]) for e in page if e.recorded.position]
     return events, total
 
 
-async def _count(pool: asyncpg.Pool, snapshot: str, found: LogFilter) -> int:
-    async with sharing(pool, snapshot) as conn:
-        return await eventstore.count(conn, found)
+async def _count_aside(pool: asyncpg.Pool, snapshot: str, found: LogFilter) -> int | None:
+    """The total on a second connection, if one is free at once: a search that waited for
+    one while holding its first could wait forever, every connection held by such searches."""
+    try:
+        async with sharing(pool, snapshot, wait=SECOND_CONNECTION_WAIT) as conn:
+            return await eventstore.count(conn, found)
+    except TimeoutError:
+        return None
 
 
 def _bounded(found: LogFilter, *, since: int | None = None, until: int | None = None) -> LogFilter:
