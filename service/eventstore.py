@@ -209,43 +209,18 @@ async def read_stream(conn: Conn, stream: tuple[str, str]) -> list[RecordedEvent
 
 
 async def read_all(
-    conn: Conn,
-    after: int = 0,
-    upto: int | None = None,
-    batch: int = 1000,
-    *,
-    prefetch: bool = False,
+    conn: Conn, after: int = 0, upto: int | None = None, batch: int = 1000
 ) -> AsyncIterator[list[RecordedEvent]]:
-    """Yield batches of events with after < position <= upto (default: the head now).
-
-    With `prefetch`, the next batch is asked for before this one is decoded and yielded, so
-    the server reads it while the caller works; the caller must then leave the connection
-    alone until the iteration ends.
-    """
+    """Yield batches of events with after < position <= upto (default: the head now). A
+    rebuild from the start reads through `read_log` instead (one cursor, prefetched)."""
     limit = await head(conn) if upto is None else upto
-    if not prefetch:
-        position = after
-        while position < limit:
-            rows = await conn.fetch(READ_ALL, position, limit, batch)
-            if not rows:
-                return
-            yield [_record(row) for row in rows]
-            position = rows[-1]["position"]
-        return
-    pending = asyncio.ensure_future(conn.fetch(READ_ALL, after, limit, batch))
-    try:
-        while rows := await pending:
-            position = rows[-1]["position"]
-            if position < limit:
-                pending = asyncio.ensure_future(conn.fetch(READ_ALL, position, limit, batch))
-            else:
-                pending = asyncio.ensure_future(_no_rows())
-            yield [_record(row) for row in rows]
-    finally:
-        if not pending.done():
-            pending.cancel()
-            with contextlib.suppress(asyncio.CancelledError, asyncpg.PostgresError):
-                await pending
+    position = after
+    while position < limit:
+        rows = await conn.fetch(READ_ALL, position, limit, batch)
+        if not rows:
+            return
+        yield [_record(row) for row in rows]
+        position = rows[-1]["position"]
 
 
 async def _no_rows() -> list[asyncpg.Record]:
