@@ -1,4 +1,5 @@
-"""Async read model `activity_daily`: how many events each actor caused per UTC day."""
+"""Async read model `activity_daily`: how many events each actor caused per UTC day, under
+the actor's name (`"[erased]"` once an erased person's: PersonalDataErased)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ from datetime import UTC
 from typing import TYPE_CHECKING
 
 from projections.base import Projection
-from projections.writes import Count, Table, Write
+from projections.writes import Count, Table, Update, Write
+from service.privacy.crypto import PLACEHOLDER
+from service.privacy.events import PersonalDataErased
 
 if TYPE_CHECKING:
     from service.codec import RecordedEvent
@@ -26,7 +29,12 @@ def writes(recorded: RecordedEvent) -> list[Write]:
         "actor_name": meta.actor_name,
         "last_position": recorded.position,
     }
-    return [Count(ACTIVITY_DAILY, row, counter="events", guard="last_position")]
+    counted: list[Write] = [Count(ACTIVITY_DAILY, row, counter="events", guard="last_position")]
+    if isinstance(erased := recorded.event, PersonalDataErased):
+        # The person's name, counted under their actor id, reads as their erased events do.
+        person = {"actor_kind": "user", "actor_id": f"user:{erased.person_id}"}
+        counted.append(Update(ACTIVITY_DAILY, person, {"actor_name": PLACEHOLDER}))
+    return counted
 
 
 PROJECTION = Projection(
@@ -35,6 +43,6 @@ PROJECTION = Projection(
     tables=(ACTIVITY_DAILY,),
     writes=writes,
     handles=None,
-    reads_event=False,
+    reads_event=frozenset({PersonalDataErased}),
     reads_metadata=True,
 )

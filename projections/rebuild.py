@@ -87,9 +87,15 @@ def reading_of(among: tuple[Projection, ...], shard: int = 0, shards: int = 1) -
         if any(h is None for h in handled)
         else tuple(sorted({t.type_name() for h in handled if h is not None for t in h}))
     )
+    some = [p.reads_event for p in among if isinstance(p.reads_event, frozenset)]
     return Reading(
         types=types,
         events=any(p.reads_event for p in among),
+        event_types=(
+            None
+            if any(p.reads_event is True for p in among)
+            else tuple(sorted({t.type_name() for s in some for t in s}))
+        ),
         metadata=any(p.reads_metadata for p in among),
         shard=shard,
         shards=shards,

@@ -27,6 +27,7 @@ from projections.registry import ASYNC, GROUPS
 from projections.worker import DSN_VARIABLE
 from service import connections, eventstore
 from service.connections import set_search_path
+from service.privacy import master
 
 if TYPE_CHECKING:
     from projections.writes import Table
@@ -119,7 +120,7 @@ async def replay(conn: Conn, dsn: str | None = None) -> int:
 async def _in_workers(dsn: str, upto: int) -> int:
     """Each group of projections rebuilt up to `upto` by a process of its own, at once;
     returns the events the log holds up to there. Any failure stops the others."""
-    env = os.environ | {DSN_VARIABLE: dsn}
+    env = os.environ | {DSN_VARIABLE: dsn} | master.for_worker()
     procs = [
         await asyncio.create_subprocess_exec(
             sys.executable,

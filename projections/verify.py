@@ -13,13 +13,17 @@ from projections.registry import ALL
 from service import eventstore
 from service.codec import UnknownEventType, decode
 from service.connections import set_search_path
+from service.privacy.crypto import SealError
+from service.privacy.keys import all_for_reading
+from service.privacy.master import masters
 
 if TYPE_CHECKING:
     from service.connections import Conn
 
 GENESIS = bytes(32)
 MAX_PROBLEMS = 50
-DECODE_ERRORS = (UnknownEventType, msgspec.MsgspecError, KeyError)
+# (SealError: a sealed value that its person's key, which exists, does not open.)
+DECODE_ERRORS = (UnknownEventType, msgspec.MsgspecError, KeyError, SealError)
 
 
 @dataclass
@@ -85,6 +89,7 @@ async def _check_streams(conn: Conn, report: Report) -> None:
 async def _check_chain(conn: Conn, report: Report) -> None:
     previous = GENESIS
     expected_position = 1
+    keys = await all_for_reading(conn, masters())
     async for link in eventstore.chain(conn):
         if len(report.problems) >= MAX_PROBLEMS:
             report.problems.append("too many problems; stopped checking the chain")
@@ -100,7 +105,7 @@ async def _check_chain(conn: Conn, report: Report) -> None:
             report.problems.append(f"event {position}: hash does not match its content")
         previous = link.hash
         try:
-            decode(link.type, link.schema_version, link.data)
+            decode(link.type, link.schema_version, link.data, keys)
         except DECODE_ERRORS as exc:
             report.problems.append(f"event {position} ({link.type}) does not decode: {exc}")
 

@@ -20,6 +20,7 @@ import uvloop
 from projections.rebuild import rebuild_group
 from projections.registry import GROUPS
 from service import connections
+from service.privacy import master
 
 DSN_VARIABLE = "FLAGSTORE_REBUILD_DSN"
 
@@ -47,6 +48,7 @@ def main() -> int:
     if not re.fullmatch(r"[a-z_][a-z0-9_]*", schema):  # it goes into SQL text
         sys.stderr.write(f"not a schema name: {schema!r}\n")
         return 2
+    master.install_from_worker_environment(os.environ)
     done = uvloop.run(run(os.environ[DSN_VARIABLE], schema, group, upto))
     sys.stdout.write(msgspec.json.encode(done).decode() + "\n")
     return 0

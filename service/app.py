@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import asyncpg
 from aiohttp import web
@@ -29,6 +29,7 @@ from service.errors import NotReady
 from service.features.handlers import clone, dependencies, flags, segments, strategies, tags
 from service.http import BODY_LIMIT, MIDDLEWARES, Route, json_response
 from service.metrics import METRICS, Metrics, prometheus
+from service.privacy import erasure
 from service.projects import handlers as projects
 from service.users.failures import FAILED_SIGN_INS, FailedSignIns
 from service.users.handlers import inactive, search, service_accounts, sessions, tokens, users
@@ -37,7 +38,7 @@ from service.users.passwords import HASHING, PasswordHashing
 from service.users.usage import TokenUsage
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Callable, Coroutine
 
     from service.settings import Settings
 
@@ -125,33 +126,33 @@ def create_app(
         except TimeoutError:  # a connection is stuck in a query: do not wait for it
             app[POOL].terminate()
 
-    async def projections(app: web.Application) -> AsyncIterator[None]:
+    background = {
+        "token_usage": lambda stop: usage.run(app[POOL], stop),
+        # what is still counted is recorded before the pool closes
+        "failed_sign_ins": lambda stop: failures.run(app[POOL], stop),
+        "erasures": lambda stop: erasure.run(
+            app[POOL], stop, settings.erasure_interval_seconds, metrics.committed
+        ),
+    }
+    if async_projections:
+        background["projections"] = lambda stop: run_async_projections(app[POOL], dsn, stop)
+    app.cleanup_ctx.append(database)
+    app.cleanup_ctx.extend(_in_background(task) for task in background.values())
+    return app
+
+
+def _in_background(
+    task: Callable[[asyncio.Event], Coroutine[Any, Any, None]],
+) -> Callable[[web.Application], AsyncIterator[None]]:
+    """A task for the app's lifetime: started once the pool is, told to stop (its last flush
+    runs before the pool closes) and given CLOSE_SECONDS to do so."""
+
+    async def context(_app: web.Application) -> AsyncIterator[None]:
         stop = asyncio.Event()
-        task = asyncio.create_task(run_async_projections(app[POOL], dsn, stop))
+        running = asyncio.create_task(task(stop))
         yield
         stop.set()
         with contextlib.suppress(asyncio.CancelledError, TimeoutError):
-            await asyncio.wait_for(task, CLOSE_SECONDS)
+            await asyncio.wait_for(running, CLOSE_SECONDS)
 
-    async def token_usage(app: web.Application) -> AsyncIterator[None]:
-        stop = asyncio.Event()
-        task = asyncio.create_task(usage.run(app[POOL], stop))
-        yield
-        stop.set()  # the last flush runs before the pool closes
-        with contextlib.suppress(asyncio.CancelledError, TimeoutError):
-            await asyncio.wait_for(task, CLOSE_SECONDS)
-
-    async def failed_sign_ins(app: web.Application) -> AsyncIterator[None]:
-        stop = asyncio.Event()
-        task = asyncio.create_task(failures.run(app[POOL], stop))
-        yield
-        stop.set()  # what is still counted is recorded before the pool closes
-        with contextlib.suppress(asyncio.CancelledError, TimeoutError):
-            await asyncio.wait_for(task, CLOSE_SECONDS)
-
-    app.cleanup_ctx.append(database)
-    app.cleanup_ctx.append(token_usage)
-    app.cleanup_ctx.append(failed_sign_ins)
-    if async_projections:
-        app.cleanup_ctx.append(projections)
-    return app
+    return context

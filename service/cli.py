@@ -1,5 +1,5 @@
 """The commands behind `python -m service`: serve, migrate, replay, verify, export, state,
-diff, dsn, import-users, reporting-user."""
+diff, dsn, import-users, reporting-user, erase-user, rotate-master-key."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from service import connections, embedded, eventstore, migrations, reporting, se
 from service.audit import report
 from service.errors import AppError, ConfigError
 from service.logs import configure_logging
+from service.privacy import admin, keys, master
 from service.settings import Settings, load_settings
 from service.users import importer
 
@@ -55,6 +56,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("dsn", help="print the connection string of the database in use")
     users = sub.add_parser("import-users", help="import users from a JSON Lines file")
     users.add_argument("file", help="JSON Lines: {email?, username?, name?, rootRole?, ...}")
+    erase = sub.add_parser("erase-user", help="destroy a deleted user's personal-data key now")
+    erase.add_argument("id", type=int, help="the user's id")
+    sub.add_parser(
+        "rotate-master-key",
+        help="wrap every personal-data key with PII_MASTER_KEY (old: PII_PREVIOUS_MASTER_KEYS)",
+    )
     login = sub.add_parser("reporting-user", help="create a read-only login for reporting tools")
     login.add_argument("name", type=_role_name, help="its role name: lower case, digits, _")
     return parser
@@ -81,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     # once serving, `serve` replaces this with a graceful stop.
     signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
+        if args.command in NEEDS_MASTER_KEY:
+            master.install(master.from_settings(settings))
         if args.command == "serve":
             serving.check_listen_address(settings.host, settings.port)
         with database(settings) as dsn:
@@ -124,6 +133,12 @@ def database(settings: Settings) -> Iterator[str]:
 async def _dispatch(
     args: argparse.Namespace, settings: Settings, dsn: str, postmaster: int | None
 ) -> int:
+    if args.command in NEEDS_MASTER_KEY:
+        conn = await connections.connect(dsn)
+        try:
+            await keys.check_masters(conn, master.masters())
+        finally:
+            await conn.close()
     if args.command == "serve":
         return await serving.serve(
             settings, dsn, migrate=not args.no_migrate, postmaster=postmaster
@@ -240,6 +255,29 @@ async def _reporting_user(conn: Conn, args: argparse.Namespace, dsn: str) -> int
     return 0
 
 
+async def _erase_user(conn: Conn, args: argparse.Namespace, _dsn: str) -> int:
+    """Exit 1 when the user still exists."""
+    try:
+        lines = await admin.erase_user(conn, args.id)
+    except admin.StillThere as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print("\n".join(lines))
+    return 0
+
+
+async def _rotate_master_key(conn: Conn, _args: argparse.Namespace, _dsn: str) -> int:
+    installed = master.masters()
+    count = await admin.rotate_master_key(conn, installed)
+    print(f"re-wrapped {count} data keys with master key {installed.current.id}")
+    left = {k: n for k, n in (await keys.master_key_ids(conn)).items() if k != installed.current.id}
+    if left:  # only if a key was added meanwhile with an old master key (another replica)
+        print(f"still wrapped by older master keys: {left}; run it again", file=sys.stderr)
+        return 1
+    print("every data key is wrapped by it: PII_PREVIOUS_MASTER_KEYS may now be removed")
+    return 0
+
+
 async def export(conn: Conn, out: TextIO, *, after: int = 0) -> int:
     """One JSON object per line, in position order, with both hashes for an outside auditor."""
     encoder = msgspec.json.Encoder()
@@ -286,4 +324,8 @@ COMMANDS: dict[str, Callable[[Conn, argparse.Namespace, str], Awaitable[int]]] =
     "diff": _diff,
     "import-users": _import_users,
     "reporting-user": _reporting_user,
+    "erase-user": _erase_user,
+    "rotate-master-key": _rotate_master_key,
 }
+# Those that read or write personal data: they need the master key (docs/privacy.md).
+NEEDS_MASTER_KEY = frozenset(COMMANDS) - {"migrate", "reporting-user"} | {"serve"}

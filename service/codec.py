@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, Final, TypeAlias, get_args
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, get_args
 
 import msgspec
 
 from service.api_tokens.events import ApiTokenCreated, ApiTokenDeleted
-from service.events import Event, Metadata, Upcasters
+from service.events import Declared, Event, Metadata, Upcasters
 from service.features import events as features
 from service.features.events import (
     DependencyAdded,
@@ -32,6 +32,8 @@ from service.features.events import (
     StrategyRemoved,
     StrategyUpdated,
 )
+from service.privacy import seal
+from service.privacy.events import PersonalDataErased
 from service.projects.events import (
     EnvironmentCreated,
     ProjectArchived,
@@ -57,6 +59,11 @@ from service.users.events import (
     UsersImported,
     UserUpdated,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from service.privacy.crypto import DataKey
 
 DomainEvent: TypeAlias = (
     ApiTokenCreated
@@ -99,6 +106,7 @@ DomainEvent: TypeAlias = (
     | PersonalAccessTokenCreated
     | PersonalAccessTokenDeleted
     | PersonalAccessTokensSeen
+    | PersonalDataErased
 )
 
 EVENT_TYPES: Final[dict[str, type[Event]]] = {cls.type_name(): cls for cls in get_args(DomainEvent)}
@@ -140,20 +148,42 @@ def encode(value: msgspec.Struct) -> bytes:
     return _encoder.encode(value)
 
 
-def decode_metadata(raw: str | bytes) -> Metadata:
-    return _metadata_decoder.decode(raw)
+def encode_stored(value: Declared, keys: Mapping[int, DataKey | None]) -> str:
+    """An event's data or metadata as stored: personal values sealed with `keys` (which holds
+    a key, or None once erased, for each of `seal.owners(value)`)."""
+    return _encoder.encode(seal.sealed_form(value, keys)).decode()
 
 
-def decode(type_name: str, schema_version: int, raw: str | bytes) -> DomainEvent:
-    """Stored data of an event (the `type` and `schema_version` columns say what it is)."""
+def decode_metadata(raw: str, keys: seal.Opener | None = None) -> Metadata:
+    if not seal.holds_sealed(raw):
+        return _metadata_decoder.decode(raw)
+    return msgspec.convert(
+        seal.opened(_plain_decoder.decode(raw), Metadata, _needed(keys)), Metadata
+    )
+
+
+def _needed(keys: seal.Opener | None) -> seal.Opener:
+    if keys is None:
+        raise RuntimeError("a sealed value was read without keys")
+    return keys
+
+
+def decode(
+    type_name: str, schema_version: int, raw: str, keys: seal.Opener | None = None
+) -> DomainEvent:
+    """Stored data of an event (the `type` and `schema_version` columns say what it is); its
+    sealed values opened with `keys`."""
     cls = EVENT_TYPES.get(type_name)
     if cls is None:
         raise UnknownEventType(type_name)
     event: DomainEvent
-    if schema_version == cls.schema_version:
+    sealed = seal.holds_sealed(raw)
+    if schema_version == cls.schema_version and not sealed:
         event = _decoder.decode(raw)
     else:
         data = _plain_decoder.decode(raw)
+        if sealed:
+            data = seal.opened(data, cls, _needed(keys))
         for version in range(schema_version, cls.schema_version):
             data = UPCASTERS[(type_name, version)](data)
         event = msgspec.convert(data, DomainEvent)

@@ -8,15 +8,41 @@ field in snake_case, nested ones included, and never reuse a request or response
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import msgspec
 
 
-class Metadata(msgspec.Struct, frozen=True, kw_only=True):
+class Personal(NamedTuple):
+    """Which fields of a stored Struct hold a person's data, and whose: the person's id is in
+    the field `owner` (an int, or `user:<id>` as an actor id). Those fields are sealed with the
+    person's key when stored (service/privacy) and read `"[erased]"` once the key is destroyed.
+    With `when` (a field and a value), the fields are personal only when that field has that
+    value (an actor is a person only when its kind is `user`)."""
+
+    owner: str
+    fields: tuple[str, ...]
+    when: tuple[str, str] | None = None
+
+
+class Declared(msgspec.Struct, frozen=True, kw_only=True):
+    """A stored Struct declares each of its text fields (str, nested in lists or dicts too)
+    once: personal (`personal`) or not (`not_personal`). tests/test_privacy.py fails for a
+    text field declared neither way, or both."""
+
+    personal: ClassVar[Personal | None] = None
+    not_personal: ClassVar[tuple[str, ...]] = ()
+
+
+class Metadata(Declared, frozen=True, kw_only=True):
     """Who caused an event and through which request; never holds a secret. `actor_kind` is
     `api-token`, `user`, `service-account` or `system`; `source` `api`, `bootstrap`, `import`
-    or `system`."""
+    or `system`. A user's name is theirs (sealed); a token's or a service account's is not."""
+
+    personal: ClassVar[Personal | None] = Personal(
+        owner="actor_id", fields=("actor_name",), when=("actor_kind", "user")
+    )
+    not_personal: ClassVar[tuple[str, ...]] = ("actor_id", "actor_kind", "request_id", "source")
 
     actor_id: str
     actor_name: str
@@ -28,7 +54,7 @@ class Metadata(msgspec.Struct, frozen=True, kw_only=True):
 SYSTEM = Metadata(actor_id="system", actor_name="system", actor_kind="system", source="system")
 
 
-class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
+class Event(Declared, frozen=True, kw_only=True, tag_field="type"):
     """A domain event. Subclasses set an explicit, stable `tag=` (the stored type name): it
     must never change once events of that type are stored, whatever the class is renamed to.
     `schema_version` is the version of the shape the class decodes; older stored versions are

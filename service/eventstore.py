@@ -23,10 +23,13 @@ from service.codec import (
     RecordedEvent,
     decode,
     decode_metadata,
-    encode,
+    encode_stored,
 )
 from service.connections import Conn
 from service.errors import Conflict
+from service.privacy import keys as personal_keys
+from service.privacy import seal
+from service.privacy.master import masters
 
 if TYPE_CHECKING:
     from service.events import Metadata
@@ -118,7 +121,7 @@ async def append(  # noqa: PLR0913 - the envelope has this many parts
     if event_ids is not None:
         existing = await conn.fetch(SELECT_BY_EVENT_IDS, ids)
         if len(existing) == len(ids):
-            return [_record(row) for row in existing]
+            return await _records(conn, existing)
         if existing:
             raise PartialDuplicate("Some of these events were already appended")
     last = await _advance_stream(conn, stream, expected, len(events))
@@ -141,6 +144,7 @@ async def append(  # noqa: PLR0913 - the envelope has this many parts
     ]
     if inline is not None:
         await inline(conn, records)
+    data, stored_metadata = await _stored(conn, events, metadata)
     try:
         rows = await conn.fetch(
             APPEND,
@@ -150,8 +154,8 @@ async def append(  # noqa: PLR0913 - the envelope has this many parts
             ids,
             [e.type_name() for e in events],
             [e.schema_version for e in events],
-            [encode(e).decode() for e in events],
-            encode(metadata).decode(),
+            data,
+            stored_metadata,
             recorded_at,
         )
     except asyncpg.UniqueViolationError as exc:
@@ -164,6 +168,18 @@ async def append(  # noqa: PLR0913 - the envelope has this many parts
         )
         for record, row in zip(records, rows, strict=True)
     ]
+
+
+async def _stored(
+    conn: Conn, events: Sequence[DomainEvent], metadata: Metadata
+) -> tuple[list[str], str]:
+    """The events' data and the metadata as stored: personal values sealed with their persons'
+    keys (made now for newcomers)."""
+    persons = seal.owners(metadata)
+    for event in events:
+        persons |= seal.owners(event)
+    keys = await personal_keys.for_writing(conn, masters(), persons) if persons else {}
+    return [encode_stored(e, keys) for e in events], encode_stored(metadata, keys)
 
 
 async def _advance_stream(
@@ -184,9 +200,23 @@ async def _advance_stream(
     return int(version)
 
 
-def _record(row: asyncpg.Record) -> RecordedEvent:
+def _record(row: asyncpg.Record, keys: seal.Opener) -> RecordedEvent:
     """A row of the envelope's columns, data and metadata as text: the event as recorded."""
-    return _read_whole(row)
+    return _read_whole(row, keys)
+
+
+async def keys_for(conn: Conn, rows: Sequence[asyncpg.Record]) -> personal_keys.Keyring:
+    """The keys that open what these rows (with data and metadata as text) hold sealed."""
+    persons: set[int] = set()
+    for row in rows:
+        persons |= seal.persons_sealed_in(row["data"])
+        persons |= seal.persons_sealed_in(row["metadata"])
+    return await personal_keys.for_reading(conn, masters(), persons)
+
+
+async def _records(conn: Conn, rows: Sequence[asyncpg.Record]) -> list[RecordedEvent]:
+    keys = await keys_for(conn, rows)
+    return [_read_whole(row, keys) for row in rows]
 
 
 async def head(conn: Conn) -> int:
@@ -205,7 +235,7 @@ async def last_position(conn: Conn, stream: tuple[str, str]) -> int | None:
 
 
 async def read_stream(conn: Conn, stream: tuple[str, str]) -> list[RecordedEvent]:
-    return [_record(row) for row in await conn.fetch(READ_STREAM, *stream)]
+    return await _records(conn, await conn.fetch(READ_STREAM, *stream))
 
 
 async def read_all(
@@ -219,7 +249,7 @@ async def read_all(
         rows = await conn.fetch(READ_ALL, position, limit, batch)
         if not rows:
             return
-        yield [_record(row) for row in rows]
+        yield await _records(conn, rows)
         position = rows[-1]["position"]
 
 
@@ -235,6 +265,7 @@ class Reading(NamedTuple):
     types: tuple[str, ...] | None = None
     events: bool = True
     metadata: bool = True
+    event_types: tuple[str, ...] | None = None  # with `events`: decode only these (None: all)
     shard: int = 0
     shards: int = 1
 
@@ -243,7 +274,11 @@ class Reading(NamedTuple):
 def _reading_sql(reading: Reading) -> str:
     columns = ["position", "stream_type", "stream_key", "stream_version", "event_id"]
     columns += ["recorded_at"]
-    if reading.events:
+    if reading.events and reading.event_types is not None:  # our type names (\w+) only
+        named = ", ".join(f"'{t}'" for t in reading.event_types if t.isidentifier())
+        columns += ["type", "schema_version"]
+        columns += [f"CASE WHEN type IN ({named or 'NULL'}) THEN data::text END AS data"]
+    elif reading.events:
         columns += ["type", "schema_version", "data::text AS data"]
     if reading.metadata:
         columns += ["metadata::text AS metadata"]
@@ -258,10 +293,12 @@ def _reading_sql(reading: Reading) -> str:
     )
 
 
-def _reader(reading: Reading) -> Callable[[asyncpg.Record], RecordedEvent]:
-    """Rows of `_reading_sql(reading)` to recorded events."""
+def _reader(reading: Reading) -> Callable[[asyncpg.Record, seal.Opener], RecordedEvent]:
+    """Rows of `_reading_sql(reading)` to recorded events, sealed values opened with keys."""
 
-    def read(row: asyncpg.Record) -> RecordedEvent:
+    wanted = None if reading.event_types is None else frozenset(reading.event_types)
+
+    def read(row: asyncpg.Record, keys: seal.Opener) -> RecordedEvent:
         return RecordedEvent(
             position=row["position"],
             stream_type=row["stream_type"],
@@ -269,10 +306,12 @@ def _reader(reading: Reading) -> Callable[[asyncpg.Record], RecordedEvent]:
             stream_version=row["stream_version"],
             event_id=row["event_id"],
             recorded_at=row["recorded_at"],
-            metadata=decode_metadata(row["metadata"]) if reading.metadata else UNREAD_METADATA,
+            metadata=(
+                decode_metadata(row["metadata"], keys) if reading.metadata else UNREAD_METADATA
+            ),
             event=(
-                decode(row["type"], row["schema_version"], row["data"])
-                if reading.events
+                decode(row["type"], row["schema_version"], row["data"], keys)
+                if reading.events and (wanted is None or row["type"] in wanted)
                 else UNREAD_EVENT
             ),
         )
@@ -281,6 +320,16 @@ def _reader(reading: Reading) -> Callable[[asyncpg.Record], RecordedEvent]:
 
 
 _read_whole = _reader(Reading())
+
+
+class _NoKeys:
+    """For a reader of neither data nor metadata."""
+
+    def open(self, person: int, sealed: str) -> str:  # noqa: ARG002 - the Opener protocol
+        raise RuntimeError(f"person {person}'s value was read without keys")
+
+
+_NO_KEYS: Final = _NoKeys()
 
 
 async def read_log(
@@ -298,6 +347,13 @@ async def read_log(
                 yield records
         return
     read = _reader(reading)
+    # Every key, as of this snapshot (unwrapped when first used): a rebuild sees erased
+    # persons' values as the placeholder, as every other reader does.
+    keys = (
+        await personal_keys.all_for_reading(conn, masters())
+        if reading.events or reading.metadata
+        else _NO_KEYS
+    )
     types = () if reading.types is None else (list(reading.types),)
     cursor = await conn.cursor(_reading_sql(reading), after, upto, *types)
     pending = asyncio.ensure_future(cursor.fetch(batch))
@@ -307,7 +363,7 @@ async def read_log(
                 pending = asyncio.ensure_future(cursor.fetch(batch))
             else:
                 pending = asyncio.ensure_future(_no_rows())
-            yield [read(row) for row in rows]
+            yield [read(row, keys) for row in rows]
     finally:
         if not pending.done():
             pending.cancel()
@@ -412,6 +468,46 @@ async def chain(conn: Conn, prefetch: int = 2000) -> AsyncIterator[ChainLink]:
         )
 
 
+# --- a person's data in the log (erase-user's report) ------------------------------------------
+
+# Events that hold a person's data: sealed (in data or metadata), or plain (written before
+# encryption: an actor's name, a user stream's event, a batch's record of them). A full scan.
+PERSONAL_DATA_OF = """
+SELECT count(*) FILTER (WHERE data::text LIKE $2 OR metadata::text LIKE $2) AS sealed,
+       count(*) FILTER (WHERE
+           (actor_user_id = $1 AND metadata ->> 'actor_kind' = 'user'
+            AND jsonb_typeof(metadata -> 'actor_name') = 'string'
+            AND metadata ->> 'actor_name' <> '[erased]')
+        OR (stream_type = 'user' AND stream_key = $1::text
+            AND type IN ('UserCreated', 'UserUpdated', 'UserDeleted')
+            AND jsonb_path_exists(data,
+                '$ ? (@.name.type() == "string" && @.name != "[erased]"
+                   || @.username.type() == "string" && @.username != "[erased]"
+                   || @.email.type() == "string" && @.email != "[erased]")'))
+        OR (type IN ('UsersDeleted', 'UsersImported')
+            AND jsonb_path_exists(data,
+                '$.users[*] ? (@.user_id == $id && (
+                     @.name.type() == "string" && @.name != "[erased]"
+                  || @.username.type() == "string" && @.username != "[erased]"
+                  || @.email.type() == "string" && @.email != "[erased]"))',
+                jsonb_build_object('id', $1::bigint)))
+       ) AS plain
+FROM events
+"""
+
+
+class PersonalData(NamedTuple):
+    sealed: int
+    plain: int
+
+
+async def personal_data_of(conn: Conn, person: int) -> PersonalData:
+    """How many events hold a person's data sealed, and how many in plain text."""
+    row = await conn.fetchrow(PERSONAL_DATA_OF, person, f'%{{"person": {person:d}, "sealed"%')
+    assert row is not None  # an aggregate always has its row
+    return PersonalData(sealed=row["sealed"], plain=row["plain"])
+
+
 # --- export -----------------------------------------------------------------------------------
 
 EXPORT = """
@@ -440,7 +536,9 @@ class ExportedEvent(msgspec.Struct, frozen=True):
 
 
 async def export(conn: Conn, after: int = 0, prefetch: int = 2000) -> AsyncIterator[ExportedEvent]:
-    """Events after a position, in order, with both hashes (inside the caller's transaction)."""
+    """Events after a position, in order, with both hashes (inside the caller's transaction).
+    Each sealed value also carries its `value`: the text, or `"[erased]"` (docs/privacy.md)."""
+    keys = await personal_keys.all_for_reading(conn, masters())
     async for row in conn.cursor(EXPORT, after, prefetch=prefetch):
         yield ExportedEvent(
             position=row["position"],
@@ -450,12 +548,18 @@ async def export(conn: Conn, after: int = 0, prefetch: int = 2000) -> AsyncItera
             event_id=row["event_id"],
             type=row["type"],
             schema_version=row["schema_version"],
-            data=msgspec.Raw(row["data"].encode()),
-            metadata=msgspec.Raw(row["metadata"].encode()),
+            data=_with_values(row["data"], keys),
+            metadata=_with_values(row["metadata"], keys),
             recorded_at=row["recorded_at"].isoformat(),
             prev_hash=row["prev_hash"],
             hash=row["hash"],
         )
+
+
+def _with_values(stored: str, keys: seal.Opener) -> msgspec.Raw:
+    if not seal.holds_sealed(stored):
+        return msgspec.Raw(stored.encode())
+    return msgspec.Raw(msgspec.json.encode(seal.with_values(msgspec.json.decode(stored), keys)))
 
 
 # --- the log as the audit reads it (service/audit) --------------------------------------------
@@ -517,9 +621,9 @@ class LogFilter(msgspec.Struct, frozen=True, kw_only=True):
     until: int | None = None
 
 
-def _log_entry(row: asyncpg.Record) -> LogEntry:
+def _log_entry(row: asyncpg.Record, keys: seal.Opener) -> LogEntry:
     return LogEntry(
-        recorded=_record(row),
+        recorded=_record(row, keys),
         hash=row["hash"],
         kind=row["kind"],
         project=row["project"],
@@ -627,7 +731,7 @@ async def search(  # noqa: PLR0913 - a page of a search has this many parts
             f"SELECT {LOG_COLUMNS} FROM events WHERE {where.text()} "  # noqa: S608
             f"ORDER BY position {order} LIMIT {limit:d} OFFSET {offset:d}"
         )
-        return [_log_entry(row) for row in await conn.fetch(sql, *where.args)]
+        return await _log_entries(conn, await conn.fetch(sql, *where.args))
     columns, combinations = driver
     arrays = ", ".join(
         where.param([c[i] for c in combinations], f"::{_CASTS[column]}[]")
@@ -647,7 +751,12 @@ async def search(  # noqa: PLR0913 - a page of a search has this many parts
         f"ORDER BY x.position {order} LIMIT {limit:d} OFFSET {offset:d}) "
         f"ORDER BY position {order}"
     )
-    return [_log_entry(row) for row in await conn.fetch(sql, *where.args)]
+    return await _log_entries(conn, await conn.fetch(sql, *where.args))
+
+
+async def _log_entries(conn: Conn, rows: Sequence[asyncpg.Record]) -> list[LogEntry]:
+    keys = await keys_for(conn, rows)
+    return [_log_entry(row, keys) for row in rows]
 
 
 async def count(conn: Conn, found: LogFilter) -> int:
@@ -698,10 +807,10 @@ async def stream_history(
         [upto[s] for s in streams],
         list(types),
     )
-    return [_log_entry(row) for row in rows]
+    return await _log_entries(conn, rows)
 
 
 async def import_of_user(conn: Conn, user_id: int, before: int) -> LogEntry | None:
     """The `import-users` batch that brought a user in, if one did before a position."""
     row = await conn.fetchrow(IMPORT_OF_USER, user_id, before)
-    return None if row is None else _log_entry(row)
+    return None if row is None else (await _log_entries(conn, [row]))[0]

@@ -59,6 +59,15 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # Behind N proxies that append to X-Forwarded-For, the client address is the Nth entry
     # from the right; 0 (the default) uses the peer address and ignores the header.
     trusted_proxy_hops: Annotated[int, msgspec.Meta(ge=0, le=10)] = 0
+    # The key that wraps every person's data key (docs/privacy.md): 32 bytes, base64 or hex.
+    # Required with DATABASE_URL; with the embedded database, made once into DATA_DIR.
+    pii_master_key: str | None = None
+    # During a rotation (`python -m service rotate-master-key`): the keys it replaces.
+    pii_previous_master_keys: str | None = None
+    # A deleted person's key is destroyed this many days later (0: at once, in the deletion).
+    erasure_delay_days: Annotated[int, msgspec.Meta(ge=0, le=36500)] = 0
+    # How often each replica looks for erasures that are due.
+    erasure_interval_seconds: Annotated[float, msgspec.Meta(ge=1, le=86400)] = 60.0
 
     @property
     def pg_data_dir(self) -> Path:
@@ -69,7 +78,12 @@ _NAMES = [f.upper() for f in Settings.__struct_fields__]
 
 # Secrets that may instead be read from a file named by `<NAME>_FILE` (the Docker and Kubernetes
 # convention: a Secret mounted as a file rather than put in the environment).
-FILE_SETTINGS = ("database_url", "init_admin_api_tokens")
+FILE_SETTINGS = (
+    "database_url",
+    "init_admin_api_tokens",
+    "pii_master_key",
+    "pii_previous_master_keys",
+)
 # More than a secret's file ever holds; a larger one is the wrong file.
 MAX_SECRET_FILE_BYTES = 64 * 1024
 

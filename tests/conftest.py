@@ -18,9 +18,18 @@ from service import auth, bootstrap, connections, embedded, protocol
 from service.app import create_app
 from service.appkeys import SETTINGS
 from service.auth import Principal
+from service.privacy import master
+from service.privacy.crypto import MasterKey
+from service.privacy.keys import Masters
 from service.settings import Settings
 from tests.pg import PG15_BIN, Cluster, PgServer, start_pg15, tune_for_tests
 from tests.processes import Harness
+
+# Every test process and every service or command it starts seals personal data with this key
+# (the embedded-key tests unset it for their own processes).
+TEST_MASTER_KEY = "ZmxhZ3N0b3JlIHRlc3QgbWFzdGVyIGtleSAzMiBieXQ="
+os.environ["PII_MASTER_KEY"] = TEST_MASTER_KEY
+master.install(Masters(MasterKey.parse(TEST_MASTER_KEY)))
 
 if TYPE_CHECKING:
     import asyncpg

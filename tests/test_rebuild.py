@@ -29,7 +29,7 @@ from projections.registry import ALL, GROUPS, reading
 from projections.replay import replay
 from projections.verify import verify
 from service import codec, eventstore
-from service.codec import RecordedEvent
+from service.codec import UNREAD_EVENT, RecordedEvent
 from service.connections import set_search_path
 from service.events import Metadata
 from service.users.events import (
@@ -293,6 +293,9 @@ def test_projections_read_no_more_than_they_say(
         assert projection.writes(changed) == projection.writes(record)
     if not projection.reads_event:
         changed = msgspec.structs.replace(record, event=data.draw(ANY_EVENT))
+        assert projection.writes(changed) == projection.writes(record)
+    if isinstance(projection.reads_event, frozenset) and cls not in projection.reads_event:
+        changed = msgspec.structs.replace(record, event=UNREAD_EVENT)
         assert projection.writes(changed) == projection.writes(record)
 
 

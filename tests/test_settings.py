@@ -192,7 +192,12 @@ def test_a_bad_value_from_a_file_names_the_file_variable_never_the_content(
 def test_only_the_secrets_have_a_file_form(tmp_path: Path) -> None:
     (tmp_path / "port").write_text("8080")
     assert load_settings({"PORT_FILE": str(tmp_path / "port")}).port == 4242
-    assert FILE_SETTINGS == ("database_url", "init_admin_api_tokens")
+    assert FILE_SETTINGS == (
+        "database_url",
+        "init_admin_api_tokens",
+        "pii_master_key",
+        "pii_previous_master_keys",
+    )
 
 
 def test_every_file_form_is_in_the_readme() -> None:

@@ -30,10 +30,19 @@ def text(value: object) -> str:
     return json.dumps(value) if value is None or isinstance(value, bool) else str(value)
 
 
+def stored(value: object) -> object:
+    """As stored: a sealed value without the `value` the export opened it to (docs/privacy.md)."""
+    if isinstance(value, dict):
+        if set(value) == {"person", "sealed", "value"} and isinstance(value["person"], int):
+            return {"person": value["person"], "sealed": value["sealed"]}
+        return {k: stored(v) for k, v in value.items()}
+    return [stored(v) for v in value] if isinstance(value, list) else value
+
+
 def canonical(e: dict[str, Any]) -> bytes:
     at = datetime.fromisoformat(e["recorded_at"]).astimezone(UTC)
     fields = ["position", "stream_type", "stream_key", "stream_version", "event_id", "type"]
-    parts = [e[f] for f in fields] + [e["schema_version"], e["data"], e["metadata"]]
+    parts = [e[f] for f in fields] + [e["schema_version"], stored(e["data"]), stored(e["metadata"])]
     return text([*parts, at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")]).encode()
 
 

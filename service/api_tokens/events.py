@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import ClassVar
 
 from service.events import Event
 
 
 class ApiTokenCreated(Event, frozen=True, kw_only=True, tag="ApiTokenCreated"):
     """An API token was issued. Holds the secret's sha256 and a masked hint, never the secret."""
+
+    not_personal: ClassVar[tuple[str, ...]] = (
+        "token_name",
+        "token_type",
+        "environment",
+        "projects",
+        "secret_hash",
+        "secret_hint",
+    )
 
     token_id: int
     token_name: str
@@ -23,6 +33,8 @@ class ApiTokenCreated(Event, frozen=True, kw_only=True, tag="ApiTokenCreated"):
 
 class ApiTokenDeleted(Event, frozen=True, kw_only=True, tag="ApiTokenDeleted"):
     """An API token was revoked; it stops authenticating at once."""
+
+    not_personal: ClassVar[tuple[str, ...]] = ("token_name",)
 
     token_id: int
     token_name: str

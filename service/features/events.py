@@ -6,15 +6,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, ClassVar
 
-import msgspec
-
-from service.events import Event, Upcasters
+from service.events import Declared, Event, Upcasters
 
 # --- shapes nested in events ----------------------------------------------------------------
 
 
-class Constraint(msgspec.Struct, frozen=True, kw_only=True):
+class Constraint(Declared, frozen=True, kw_only=True):
     """A condition on one context field; `operator` as Unleash names it (`IN`, `NUM_GT`...)."""
+
+    not_personal: ClassVar[tuple[str, ...]] = ("context_name", "operator", "values", "value")
 
     context_name: str
     operator: str
@@ -24,12 +24,14 @@ class Constraint(msgspec.Struct, frozen=True, kw_only=True):
     value: str | None
 
 
-class Payload(msgspec.Struct, frozen=True, kw_only=True):
+class Payload(Declared, frozen=True, kw_only=True):
+    not_personal: ClassVar[tuple[str, ...]] = ("type", "value")
     type: str
     value: str
 
 
-class StrategyVariant(msgspec.Struct, frozen=True, kw_only=True):
+class StrategyVariant(Declared, frozen=True, kw_only=True):
+    not_personal: ClassVar[tuple[str, ...]] = ("name", "weight_type", "stickiness")
     name: str
     weight: int
     weight_type: str
@@ -37,12 +39,14 @@ class StrategyVariant(msgspec.Struct, frozen=True, kw_only=True):
     payload: Payload | None
 
 
-class Override(msgspec.Struct, frozen=True, kw_only=True):
+class Override(Declared, frozen=True, kw_only=True):
+    not_personal: ClassVar[tuple[str, ...]] = ("context_name", "values")
     context_name: str
     values: list[str]
 
 
-class Variant(msgspec.Struct, frozen=True, kw_only=True):
+class Variant(Declared, frozen=True, kw_only=True):
+    not_personal: ClassVar[tuple[str, ...]] = ("name", "weight_type", "stickiness")
     name: str
     weight: int
     weight_type: str
@@ -51,8 +55,10 @@ class Variant(msgspec.Struct, frozen=True, kw_only=True):
     overrides: list[Override]
 
 
-class StrategyData(msgspec.Struct, frozen=True, kw_only=True):
+class StrategyData(Declared, frozen=True, kw_only=True):
     """A strategy: everything needed to rebuild it."""
+
+    not_personal: ClassVar[tuple[str, ...]] = ("id", "name", "title", "parameters")
 
     id: str
     name: str
@@ -71,6 +77,8 @@ class StrategyData(msgspec.Struct, frozen=True, kw_only=True):
 class FeatureCreated(Event, frozen=True, kw_only=True, tag="FeatureCreated"):
     """A flag was created in a project; it starts disabled everywhere, lifecycle `initial`."""
 
+    not_personal: ClassVar[tuple[str, ...]] = ("name", "project", "feature_type", "description")
+
     name: str
     project: str
     feature_type: str
@@ -82,6 +90,8 @@ class FeatureCreated(Event, frozen=True, kw_only=True, tag="FeatureCreated"):
 class FeatureArchived(Event, frozen=True, kw_only=True, tag="FeatureArchived"):
     """The flag was archived; its name stays taken."""
 
+    not_personal: ClassVar[tuple[str, ...]] = ("name", "project")
+
     name: str
     project: str
     archived_at: datetime
@@ -89,6 +99,8 @@ class FeatureArchived(Event, frozen=True, kw_only=True, tag="FeatureArchived"):
 
 class FeatureRevived(Event, frozen=True, kw_only=True, tag="FeatureRevived"):
     """The flag was brought back from the archive, at the lifecycle stage given."""
+
+    not_personal: ClassVar[tuple[str, ...]] = ("name", "project", "lifecycle_stage")
 
     name: str
     project: str
@@ -99,6 +111,8 @@ class FeatureRevived(Event, frozen=True, kw_only=True, tag="FeatureRevived"):
 class FeatureStaleSet(Event, frozen=True, kw_only=True, tag="FeatureStaleSet"):
     """The flag was marked stale (`stale` true) or no longer stale."""
 
+    not_personal: ClassVar[tuple[str, ...]] = ("name", "project")
+
     name: str
     project: str
     stale: bool
@@ -106,6 +120,8 @@ class FeatureStaleSet(Event, frozen=True, kw_only=True, tag="FeatureStaleSet"):
 
 class StrategyAdded(Event, frozen=True, kw_only=True, tag="StrategyAdded"):
     """A strategy was added to the flag in one environment."""
+
+    not_personal: ClassVar[tuple[str, ...]] = ("name", "project", "environment")
 
     schema_version: ClassVar[int] = 2
 
@@ -119,6 +135,8 @@ class StrategyAdded(Event, frozen=True, kw_only=True, tag="StrategyAdded"):
 class StrategyUpdated(Event, frozen=True, kw_only=True, tag="StrategyUpdated"):
     """A strategy was replaced as a whole (same id)."""
 
+    not_personal: ClassVar[tuple[str, ...]] = ("name", "project", "environment")
+
     schema_version: ClassVar[int] = 2
 
     name: str
@@ -130,6 +148,8 @@ class StrategyUpdated(Event, frozen=True, kw_only=True, tag="StrategyUpdated"):
 class StrategyRemoved(Event, frozen=True, kw_only=True, tag="StrategyRemoved"):
     """A strategy was removed from the flag in one environment."""
 
+    not_personal: ClassVar[tuple[str, ...]] = ("name", "project", "environment", "strategy_id")
+
     name: str
     project: str
     environment: str
@@ -138,6 +158,8 @@ class StrategyRemoved(Event, frozen=True, kw_only=True, tag="StrategyRemoved"):
 
 class FeatureEnvironmentEnabled(Event, frozen=True, kw_only=True, tag="FeatureEnvironmentEnabled"):
     """The flag was switched on in one environment."""
+
+    not_personal: ClassVar[tuple[str, ...]] = ("name", "project", "environment")
 
     name: str
     project: str
@@ -149,6 +171,8 @@ class FeatureEnvironmentDisabled(
 ):
     """The flag was switched off in one environment."""
 
+    not_personal: ClassVar[tuple[str, ...]] = ("name", "project", "environment")
+
     name: str
     project: str
     environment: str
@@ -156,6 +180,8 @@ class FeatureEnvironmentDisabled(
 
 class EnvironmentVariantsSet(Event, frozen=True, kw_only=True, tag="EnvironmentVariantsSet"):
     """The flag's variants in one environment were replaced (weights already spread)."""
+
+    not_personal: ClassVar[tuple[str, ...]] = ("name", "project", "environment")
 
     schema_version: ClassVar[int] = 2
 
@@ -169,6 +195,8 @@ class FeatureTagged(Event, frozen=True, kw_only=True, tag="FeatureTagged"):
     """A tag was put on the flag. `project` (the flag's) is recorded since the event log
     became searchable by project; older events lack it."""
 
+    not_personal: ClassVar[tuple[str, ...]] = ("name", "tag_type", "value", "project")
+
     name: str
     tag_type: str
     value: str
@@ -179,6 +207,8 @@ class FeatureTagged(Event, frozen=True, kw_only=True, tag="FeatureTagged"):
 class FeatureUntagged(Event, frozen=True, kw_only=True, tag="FeatureUntagged"):
     """A tag was taken off the flag (`project` as in FeatureTagged)."""
 
+    not_personal: ClassVar[tuple[str, ...]] = ("name", "tag_type", "value", "project")
+
     name: str
     tag_type: str
     value: str
@@ -187,6 +217,8 @@ class FeatureUntagged(Event, frozen=True, kw_only=True, tag="FeatureUntagged"):
 
 class DependencyAdded(Event, frozen=True, kw_only=True, tag="DependencyAdded"):
     """The flag now depends on a parent flag of its project (replaces an earlier one)."""
+
+    not_personal: ClassVar[tuple[str, ...]] = ("name", "project", "parent", "variants")
 
     name: str
     project: str
@@ -198,30 +230,44 @@ class DependencyAdded(Event, frozen=True, kw_only=True, tag="DependencyAdded"):
 class DependencyRemoved(Event, frozen=True, kw_only=True, tag="DependencyRemoved"):
     """The flag no longer depends on that parent."""
 
+    not_personal: ClassVar[tuple[str, ...]] = ("name", "project", "parent")
+
     name: str
     project: str
     parent: str
 
 
-class ClonedEnvironment(msgspec.Struct, frozen=True, kw_only=True):
+class ClonedEnvironment(Declared, frozen=True, kw_only=True):
+    not_personal: ClassVar[tuple[str, ...]] = ("environment",)
     environment: str
     strategies: list[StrategyData]
     variants: list[Variant]
 
 
-class ClonedDependency(msgspec.Struct, frozen=True, kw_only=True):
+class ClonedDependency(Declared, frozen=True, kw_only=True):
+    not_personal: ClassVar[tuple[str, ...]] = ("parent", "variants")
     parent: str
     enabled: bool
     variants: list[str]
 
 
-class ClonedTag(msgspec.Struct, frozen=True, kw_only=True):
+class ClonedTag(Declared, frozen=True, kw_only=True):
+    not_personal: ClassVar[tuple[str, ...]] = ("tag_type", "value")
     tag_type: str
     value: str
 
 
 class FeatureCloned(Event, frozen=True, kw_only=True, tag="FeatureCloned"):
     """A new flag was created as a copy of another; this event alone rebuilds the copy."""
+
+    not_personal: ClassVar[tuple[str, ...]] = (
+        "name",
+        "project",
+        "feature_type",
+        "description",
+        "source",
+        "source_project",
+    )
 
     schema_version: ClassVar[int] = 2
 
@@ -245,6 +291,8 @@ class FeatureCloned(Event, frozen=True, kw_only=True, tag="FeatureCloned"):
 class SegmentCreated(Event, frozen=True, kw_only=True, tag="SegmentCreated"):
     """A segment exists; strategies may reference it by id."""
 
+    not_personal: ClassVar[tuple[str, ...]] = ("name", "description")
+
     schema_version: ClassVar[int] = 2
 
     segment_id: int
@@ -257,6 +305,8 @@ class SegmentCreated(Event, frozen=True, kw_only=True, tag="SegmentCreated"):
 class SegmentUpdated(Event, frozen=True, kw_only=True, tag="SegmentUpdated"):
     """A segment was replaced as a whole (same id)."""
 
+    not_personal: ClassVar[tuple[str, ...]] = ("name", "description")
+
     schema_version: ClassVar[int] = 2
 
     segment_id: int
@@ -267,6 +317,8 @@ class SegmentUpdated(Event, frozen=True, kw_only=True, tag="SegmentUpdated"):
 
 class SegmentDeleted(Event, frozen=True, kw_only=True, tag="SegmentDeleted"):
     """A segment no strategy used any more was deleted."""
+
+    not_personal: ClassVar[tuple[str, ...]] = ("name",)
 
     segment_id: int
     name: str

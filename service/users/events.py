@@ -6,13 +6,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, ClassVar
 
-import msgspec
-
-from service.events import Event, Upcasters
+from service.events import Declared, Event, Personal, Upcasters
 
 
 class UserCreated(Event, frozen=True, kw_only=True, tag="UserCreated"):
     """A person's account was created. A password, when given, follows as PasswordChanged."""
+
+    personal: ClassVar[Personal | None] = Personal(
+        owner="user_id", fields=("name", "username", "email")
+    )
 
     user_id: int
     name: str | None
@@ -25,6 +27,8 @@ class UserCreated(Event, frozen=True, kw_only=True, tag="UserCreated"):
 class UserUpdated(Event, frozen=True, kw_only=True, tag="UserUpdated"):
     """The changeable fields of an account, with their values after the change."""
 
+    personal: ClassVar[Personal | None] = Personal(owner="user_id", fields=("name", "email"))
+
     user_id: int
     name: str | None
     email: str | None
@@ -33,6 +37,10 @@ class UserUpdated(Event, frozen=True, kw_only=True, tag="UserUpdated"):
 
 class UserDeleted(Event, frozen=True, kw_only=True, tag="UserDeleted"):
     """An account was deleted: its sessions and personal access tokens end with it."""
+
+    personal: ClassVar[Personal | None] = Personal(
+        owner="user_id", fields=("name", "username", "email")
+    )
 
     user_id: int
     name: str | None
@@ -44,6 +52,8 @@ class PasswordChanged(Event, frozen=True, kw_only=True, tag="PasswordChanged"):
     """A new password, as its argon2id hash only. Ends the account's sessions and resets
     its failed sign-in count."""
 
+    not_personal: ClassVar[tuple[str, ...]] = ("password_hash",)
+
     user_id: int
     password_hash: str
 
@@ -51,6 +61,8 @@ class PasswordChanged(Event, frozen=True, kw_only=True, tag="PasswordChanged"):
 class UserSignedIn(Event, frozen=True, kw_only=True, tag="UserSignedIn"):
     """A successful sign-in: sets `seenAt`, resets failed attempts, opens a session (known
     by the sha256 of its cookie value only)."""
+
+    not_personal: ClassVar[tuple[str, ...]] = ("session_hash",)
 
     user_id: int
     seen_at: datetime
@@ -76,12 +88,18 @@ class UserSignInFailed(Event, frozen=True, kw_only=True, tag="UserSignInFailed")
 class UserSignedOut(Event, frozen=True, kw_only=True, tag="UserSignedOut"):
     """A session was ended by its owner."""
 
+    not_personal: ClassVar[tuple[str, ...]] = ("session_hash",)
+
     user_id: int
     session_hash: str
 
 
-class UserRecord(msgspec.Struct, frozen=True, kw_only=True):
+class UserRecord(Declared, frozen=True, kw_only=True):
     """An account as it was: what a batch event carries for each user it touches."""
+
+    personal: ClassVar[Personal | None] = Personal(
+        owner="user_id", fields=("name", "username", "email")
+    )
 
     user_id: int
     name: str | None
@@ -103,6 +121,7 @@ class UsersDeleted(Event, frozen=True, kw_only=True, tag="UsersDeleted"):
 
 
 class ImportedUser(UserRecord, frozen=True, kw_only=True):
+    not_personal: ClassVar[tuple[str, ...]] = ("password_hash",)
     password_hash: str | None = None
 
 
@@ -110,12 +129,16 @@ class UsersImported(Event, frozen=True, kw_only=True, tag="UsersImported"):
     """Up to 1,000 users brought in by `python -m service import-users` (stream
     `user-batch/<uuid>`), with `createdAt` and `seenAt` as the source had them."""
 
+    not_personal: ClassVar[tuple[str, ...]] = ("source",)
+
     users: list[ImportedUser]
     source: str
 
 
 class ServiceAccountCreated(Event, frozen=True, kw_only=True, tag="ServiceAccountCreated"):
     """A machine account was created; it signs in only with its tokens."""
+
+    not_personal: ClassVar[tuple[str, ...]] = ("username", "name")
 
     account_id: int
     username: str
@@ -127,6 +150,8 @@ class ServiceAccountCreated(Event, frozen=True, kw_only=True, tag="ServiceAccoun
 class ServiceAccountUpdated(Event, frozen=True, kw_only=True, tag="ServiceAccountUpdated"):
     """The changeable fields of a service account, with their values after the change."""
 
+    not_personal: ClassVar[tuple[str, ...]] = ("name",)
+
     account_id: int
     name: str | None
     root_role: int
@@ -134,6 +159,8 @@ class ServiceAccountUpdated(Event, frozen=True, kw_only=True, tag="ServiceAccoun
 
 class ServiceAccountDeleted(Event, frozen=True, kw_only=True, tag="ServiceAccountDeleted"):
     """A service account was deleted: its tokens stop working at once."""
+
+    not_personal: ClassVar[tuple[str, ...]] = ("username", "name")
 
     account_id: int
     username: str
@@ -145,6 +172,8 @@ class PersonalAccessTokenCreated(
 ):
     """A token of a user (stream `user/<id>`) or a service account (`service-account/<id>`).
     Holds the secret's sha256 and a masked hint, never the secret."""
+
+    not_personal: ClassVar[tuple[str, ...]] = ("description", "secret_hash", "secret_hint")
 
     token_id: int
     user_id: int
@@ -164,7 +193,7 @@ class PersonalAccessTokenDeleted(
     user_id: int
 
 
-class TokenUse(msgspec.Struct, frozen=True, kw_only=True):
+class TokenUse(Declared, frozen=True, kw_only=True):
     token_id: int
     seen_at: datetime
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from service import auth, store
 from service.appkeys import POOL, SETTINGS
 from service.http import Route, actor, empty, json_response, principal, read_json, transaction
+from service.privacy import erasure
 from service.users import domain, queries
 from service.users.commands import DeleteUsers
 from service.users.events import UserRecord
@@ -60,6 +61,13 @@ async def delete_inactive(request: web.Request) -> web.Response:
         if event is not None:
             stream = ("user-batch", str(uuid.uuid4()))
             await store.append(conn, stream, [event], actor(request), new=True)
+            await erasure.after_deletion(
+                conn,
+                [u.user_id for u in event.users],
+                delay_days=settings.erasure_delay_days,
+                stream=stream,
+                metadata=actor(request),
+            )
     return empty()
 
 

@@ -6,9 +6,10 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from service import auth, store
-from service.appkeys import POOL
+from service.appkeys import POOL, SETTINGS
 from service.audit.past import reading
 from service.http import Route, actor, empty, json_response, principal, read_json, transaction
+from service.privacy import erasure
 from service.users import domain, passwords, queries
 from service.users.commands import ChangePassword, CreateUser, UpdateUser
 from service.users.responses import (
@@ -79,7 +80,15 @@ async def delete_user(request: web.Request) -> web.Response:
     user_id = user_id_or_404(request.match_info["id"])
     async with transaction(request) as conn:
         event = domain.delete_user(user_id, await queries.lock_account(conn, user_id))
-        await store.append(conn, domain.user_stream(user_id), [event], actor(request))
+        stream = domain.user_stream(user_id)
+        await store.append(conn, stream, [event], actor(request))
+        await erasure.after_deletion(
+            conn,
+            [user_id],
+            delay_days=request.app[SETTINGS].erasure_delay_days,
+            stream=stream,
+            metadata=actor(request),
+        )
     return empty()
 
 

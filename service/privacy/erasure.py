@@ -1,0 +1,112 @@
+"""Erasure: a person's data key destroyed and a `PersonalDataErased` event appended, in one
+transaction. Right away with a deletion, or ERASURE_DELAY_DAYS later by a job that runs on
+every replica (due persons are locked with SKIP LOCKED, and an erased key is never erased
+twice, so replicas share the work and nothing is recorded twice)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Final
+
+import structlog
+
+from service import store
+from service.events import Metadata
+from service.privacy import keys
+from service.privacy.events import PersonalDataErased
+
+if TYPE_CHECKING:
+    from collections.abc import Collection
+
+    import asyncpg
+
+    from service.connections import Conn
+    from service.store import Committed
+
+log = structlog.get_logger("erasure")
+
+JOB: Final = Metadata(actor_id="system", actor_name="erasure", actor_kind="system", source="system")
+BATCH: Final = 500  # persons erased per transaction by the job
+
+
+def batch_stream() -> tuple[str, str]:
+    """Where the job's and `erase-user`'s events go (a deletion's go to its own stream)."""
+    return ("erasure", str(uuid.uuid4()))
+
+
+async def erase(  # noqa: PLR0913 - the keys and the event's envelope
+    conn: Conn,
+    persons: Collection[int],
+    *,
+    stream: tuple[str, str],
+    metadata: Metadata,
+    reason: str,
+    now: datetime | None = None,
+) -> list[keys.Erased]:
+    """Destroy these persons' keys and record it, in the caller's transaction; those already
+    erased are left out (nothing recorded twice)."""
+    erased = await keys.destroy(conn, persons, now or datetime.now(UTC))
+    if erased:
+        await store.append(
+            conn,
+            stream,
+            [
+                PersonalDataErased(person_id=e.person_id, reason=reason, had_key=e.had_key)
+                for e in erased
+            ],
+            metadata,
+        )
+    return erased
+
+
+async def after_deletion(
+    conn: Conn,
+    persons: Collection[int],
+    *,
+    delay_days: int,
+    stream: tuple[str, str],
+    metadata: Metadata,
+) -> None:
+    """What a deletion does with the deleted persons' keys: destroys them now (delay 0), or
+    sets them to be destroyed when the delay has passed."""
+    now = datetime.now(UTC)
+    if delay_days == 0:
+        await erase(conn, persons, stream=stream, metadata=metadata, reason="deleted", now=now)
+    else:
+        await keys.schedule(conn, persons, now + timedelta(days=delay_days))
+
+
+async def erase_due(pool: asyncpg.Pool, committed: Committed | None = None) -> int:
+    """Every erasure that is due, in batches; how many persons were erased."""
+    total = 0
+    while True:
+        async with pool.acquire() as conn, store.transaction(conn, committed):
+            now = datetime.now(UTC)
+            due = await keys.due(conn, now, BATCH)
+            if due:
+                erased = await erase(
+                    conn, due, stream=batch_stream(), metadata=JOB, reason="delay-ended", now=now
+                )
+                total += len(erased)
+        if len(due) < BATCH:
+            return total
+
+
+async def run(
+    pool: asyncpg.Pool,
+    stop: asyncio.Event,
+    interval: float,
+    committed: Committed | None = None,
+) -> None:
+    """Erase what is due at start, then every `interval` seconds until stopped."""
+    while not stop.is_set():
+        try:
+            if erased := await erase_due(pool, committed):
+                log.info("personal_data_erased", persons=erased)
+        except Exception:
+            log.exception("erasure_failed")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), interval)

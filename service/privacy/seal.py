@@ -1,0 +1,151 @@
+"""Personal values in and out of their stored form, by the Structs' declarations.
+
+Stored, a personal value is `{"person": <id>, "sealed": "<base64url>"}` where a string was
+(`crypto.DataKey.seal`); before encryption existed it was the plain string, which still
+decodes as it is. The JSON type tells the two apart, so no event needed a new version: the
+Structs are the same, only their stored encoding differs. Pure: the keys are given.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+import msgspec
+
+from service.privacy import fields
+from service.privacy.crypto import PLACEHOLDER
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from service.events import Declared
+    from service.privacy.crypto import DataKey
+
+# In stored JSON (ours: no spaces; PostgreSQL's jsonb text: ", " and ": "), the start of a
+# sealed value. An escaped quote inside a string never matches, so a plain text that merely
+# looks like one cannot: a hit is a sealed value (or, harmlessly, a dict key named so).
+MARK: Final = '"sealed":'
+_MARK_SPACED: Final = '"sealed": '
+SEALED_PERSON: Final = re.compile(r'\{"person": ?(\d+), ?"sealed": ?"')
+
+
+class Opener(Protocol):
+    def open(self, person: int, sealed: str) -> str: ...
+
+
+class Sealed(msgspec.Struct, frozen=True):
+    """A sealed value as stored (field order as PostgreSQL's jsonb keeps it)."""
+
+    person: int
+    sealed: str
+
+
+def holds_sealed(raw: str) -> bool:
+    return MARK in raw or _MARK_SPACED in raw
+
+
+def persons_sealed_in(raw: str) -> set[int]:
+    """The persons whose sealed values a stored JSON text holds."""
+    return {int(found) for found in SEALED_PERSON.findall(raw)} if holds_sealed(raw) else set()
+
+
+def owners(value: Declared) -> set[int]:
+    """The persons whose data a Struct (an event, or metadata) holds in personal fields."""
+    plan = fields.plan(type(value))
+    if plan is None:
+        return set()
+    found: set[int] = set()
+    _owners(msgspec.to_builtins(value), plan, found)
+    return found
+
+
+def _owners(data: dict[str, Any], plan: fields.Plan, found: set[int]) -> None:
+    person = fields.owner_in(data, plan.cls)
+    personal = plan.cls.personal
+    if (
+        person is not None
+        and personal is not None
+        and any(isinstance(data.get(f), str) for f in personal.fields)
+    ):
+        found.add(person)
+    for name, inner, _ in plan.nested:
+        inner_plan = fields.plan(inner)
+        assert inner_plan is not None
+        for item in _items(data.get(name)):
+            _owners(item, inner_plan, found)
+
+
+def _items(value: object) -> list[dict[str, Any]]:
+    if isinstance(value, dict):
+        return [value]
+    if isinstance(value, list):
+        return [v for v in value if isinstance(v, dict)]
+    return []
+
+
+def sealed_form(value: Declared, keys: Mapping[int, DataKey | None]) -> Any:
+    """What to store for a Struct: itself when nothing in it is personal, else its plain
+    values with each personal string sealed with its person's key (the placeholder for a
+    person whose key is gone)."""
+    plan = fields.plan(type(value))
+    if plan is None:
+        return value
+    data = msgspec.to_builtins(value)
+    _seal(data, plan, keys)
+    return data
+
+
+def _seal(data: dict[str, Any], plan: fields.Plan, keys: Mapping[int, DataKey | None]) -> None:
+    personal = plan.cls.personal
+    person = fields.owner_in(data, plan.cls)
+    if person is not None and personal is not None:
+        for name in personal.fields:
+            text = data.get(name)
+            if isinstance(text, str):
+                key = keys[person]
+                data[name] = (
+                    PLACEHOLDER
+                    if key is None
+                    else {"person": person, "sealed": key.seal(person, text)}
+                )
+    for name, inner, _ in plan.nested:
+        inner_plan = fields.plan(inner)
+        assert inner_plan is not None
+        for item in _items(data.get(name)):
+            _seal(item, inner_plan, keys)
+
+
+def opened(data: dict[str, Any], cls: type[Declared], keys: Opener) -> dict[str, Any]:
+    """Stored values (as plain JSON values) with each sealed one opened, in place."""
+    plan = fields.plan(cls)
+    if plan is not None:
+        _open(data, plan, keys)
+    return data
+
+
+def _open(data: dict[str, Any], plan: fields.Plan, keys: Opener) -> None:
+    personal = plan.cls.personal
+    if personal is not None:
+        for name in personal.fields:
+            value = data.get(name)
+            if isinstance(value, dict):
+                data[name] = keys.open(int(value["person"]), str(value["sealed"]))
+    for name, inner, _ in plan.nested:
+        inner_plan = fields.plan(inner)
+        assert inner_plan is not None
+        for item in _items(data.get(name)):
+            _open(item, inner_plan, keys)
+
+
+def with_values(value: Any, keys: Opener) -> Any:
+    """Stored JSON values with `"value"` added to every sealed value: the opened text, or the
+    placeholder (what `export` writes; tools/verify_export.py takes it out again to check the
+    hash, which is over what is stored)."""
+    if isinstance(value, dict):
+        if set(value) == {"person", "sealed"} and isinstance(value["person"], int):
+            return value | {"value": keys.open(value["person"], str(value["sealed"]))}
+        return {k: with_values(v, keys) for k, v in value.items()}
+    if isinstance(value, list):
+        return [with_values(v, keys) for v in value]
+    return value
