@@ -88,10 +88,10 @@ def main(argv: list[str] | None = None) -> int:
     # once serving, `serve` replaces this with a graceful stop.
     signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
-        if args.command in NEEDS_MASTER_KEY:
-            master.install(master.from_settings(settings))
         if args.command == "serve":
             serving.check_listen_address(settings.host, settings.port)
+        if args.command in NEEDS_MASTER_KEY:
+            master.install(master.from_settings(settings))
         with database(settings) as dsn:
             # The embedded server's postmaster: serve exits when it dies.
             postmaster = (

@@ -151,6 +151,8 @@ def encode(value: msgspec.Struct) -> bytes:
 def encode_stored(value: Declared, keys: Mapping[int, DataKey | None]) -> str:
     """An event's data or metadata as stored: personal values sealed with `keys` (which holds
     a key, or None once erased, for each of `seal.owners(value)`)."""
+    if not keys:  # nobody's data in it
+        return _encoder.encode(value).decode()
     return _encoder.encode(seal.sealed_form(value, keys)).decode()
 
 

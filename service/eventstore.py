@@ -557,9 +557,8 @@ async def export(conn: Conn, after: int = 0, prefetch: int = 2000) -> AsyncItera
 
 
 def _with_values(stored: str, keys: seal.Opener) -> msgspec.Raw:
-    if not seal.holds_sealed(stored):
-        return msgspec.Raw(stored.encode())
-    return msgspec.Raw(msgspec.json.encode(seal.with_values(msgspec.json.decode(stored), keys)))
+    """PostgreSQL's text of the stored JSON, each sealed value given its opened `value`."""
+    return msgspec.Raw(seal.with_values(stored, keys).encode())
 
 
 # --- the log as the audit reads it (service/audit) --------------------------------------------

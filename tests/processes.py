@@ -117,6 +117,9 @@ class Harness:
             env.pop(name.upper(), None)
             env.pop(f"{name.upper()}_FILE", None)
         env.update(HOST="127.0.0.1", LOG_FORMAT="json", DATA_DIR=str(data_dir))
+        # The tests' master key (tests/conftest.py), unless a test says PII_MASTER_KEY="" (unset:
+        # with the embedded database the service then makes one in DATA_DIR).
+        env["PII_MASTER_KEY"] = os.environ["PII_MASTER_KEY"]
         env.update(extra)
         return env
 

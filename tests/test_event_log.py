@@ -59,6 +59,13 @@ ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
+@pytest.fixture(name="settings")
+def erasing_a_year_later(dsn: str) -> Settings:
+    """Deleted people are erased a year later here (ERASURE_DELAY_DAYS): these tests read what
+    the log held about them (erasure, and its "[erased]", is tests/test_privacy.py's)."""
+    return Settings(database_url=dsn, init_admin_api_tokens=(ADMIN_TOKEN,), erasure_delay_days=365)
+
+
 async def ok(resp: Any, status: int = 200) -> Any:
     assert resp.status == status, await resp.text()
     return await resp.json() if resp.content_type == "application/json" else None

@@ -12,9 +12,12 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+import pytest
+
 from projections.verify import verify
 from service.appkeys import POOL
-from tests.conftest import ADMIN
+from service.settings import Settings
+from tests.conftest import ADMIN, ADMIN_TOKEN
 from tests.test_features import error
 from tests.test_pats import in_days
 
@@ -30,6 +33,13 @@ CHANGES = 250  # changes that appended events (refused ones are tried again)
 FLAGS = [f"f{n}" for n in range(6)]
 PROJECTS = ["default", "p1"]
 ENVIRONMENTS = ["development", "production"]
+
+
+@pytest.fixture
+def settings(dsn: str) -> Settings:
+    """Deleted people are erased a year later here (ERASURE_DELAY_DAYS): these tests read what
+    the log held about them (erasure, and its "[erased]", is tests/test_privacy.py's)."""
+    return Settings(database_url=dsn, init_admin_api_tokens=(ADMIN_TOKEN,), erasure_delay_days=365)
 
 
 @dataclass

@@ -69,8 +69,9 @@ def admin_token_json(token_id: int, hint: str, created_at: str) -> dict[str, Any
 
 
 async def test_first_start_prints_one_working_admin_token(harness: Harness) -> None:
+    """A first start as on a fresh machine: nothing set, not even a master key."""
     data_dir = harness.new_dir()
-    server = await harness.serve(data_dir)
+    server = await harness.serve(data_dir, PII_MASTER_KEY="")
     token = server.generated_token()
     assert server.stderr().count(token) == 1
 
@@ -103,7 +104,12 @@ async def test_first_start_prints_one_working_admin_token(harness: Harness) -> N
     assert token[4:] not in stdout  # not even the random part reaches the log
     events = [line["event"] for line in server.log_lines()]  # and every line is JSON
     applied = len(migrations.load_migrations())
-    assert events[:applied] == ["migration_applied"] * applied
+    # The master key was made, said once; the key itself never reaches a log line.
+    assert events[: applied + 1] == ["pii_master_key_generated"] + ["migration_applied"] * applied
+    key = (data_dir / "pii-master-key").read_text().strip()
+    assert (data_dir / "pii-master-key").stat().st_mode & 0o777 == 0o600
+    assert key not in stdout
+    assert key not in server.stderr()
     assert "listening" in events
     assert events[-2:] == ["draining", "stopped"]
 

@@ -8,6 +8,7 @@ stored: add a version instead (docs/events.md, "Evolving an event"). Never edit 
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from datetime import UTC, datetime
@@ -25,6 +26,9 @@ from projections.registry import ALL
 from service import codec
 from service.codec import EVENT_TYPES, RecordedEvent
 from service.features.events import FeatureCloned, StrategyAdded
+from service.privacy import master
+from service.privacy.keys import Keyring
+from service.users.events import UsersDeleted
 from tests.strategies import fields, for_type, walk
 
 if TYPE_CHECKING:
@@ -57,7 +61,8 @@ def test_every_event_type_and_version_has_exactly_one_sample() -> None:
     }
     assert set(SAMPLED) == expected
     names = {p.name for p in SAMPLES.iterdir()}
-    assert names == {f"{n}.v{v}.json" for n, v in expected} | {"metadata.v1.json"}
+    expected_names = {f"{n}.v{v}.json" for n, v in expected} | {"metadata.v1.json", "sealed"}
+    assert names == expected_names
 
 
 def test_every_older_version_has_its_upcaster() -> None:
@@ -210,3 +215,36 @@ def test_every_event_type_round_trips(name: str, data: st.DataObject) -> None:
     event = data.draw(for_type(cls))
     stored = codec.encode(event).decode()
     assert codec.decode(name, cls.schema_version, stored) == event
+
+
+SEALED = json.loads((SAMPLES / "sealed" / "users.v1.json").read_text())
+
+
+def _sealed_keyring(*, erased: frozenset[int] = frozenset()) -> Keyring:
+    """The sample's keys, wrapped by the tests' master key (tests/conftest.py)."""
+    masters = master.masters()
+    assert SEALED["master_key_id"] == masters.current.id
+    rows: dict[int, tuple[str | None, bytes | None]] = {
+        int(p): (masters.current.id, bytes.fromhex(w))
+        for p, w in SEALED["keys"].items()
+        if int(p) not in erased
+    }
+    return Keyring(masters, rows, complete=True)
+
+
+def test_sealed_samples_open_with_their_keys_and_read_erased_without() -> None:
+    """Events stored with sealed personal values (0.2 on) decode to what was appended; with a
+    person's key destroyed, that person's values read "[erased]" and nothing else changes."""
+    keyring = _sealed_keyring()
+    for sample in SEALED["events"]:
+        event = codec.decode(sample["type"], sample["schema_version"], sample["data"], keyring)
+        assert msgspec.to_builtins(event) == sample["plain"]
+        assert codec.decode_metadata(sample["metadata"], keyring).actor_name == "Grace Hopper"
+    erased = _sealed_keyring(erased=frozenset({8}))
+    deleted = SEALED["events"][1]
+    event = codec.decode(deleted["type"], deleted["schema_version"], deleted["data"], erased)
+    assert isinstance(event, UsersDeleted)
+    assert [(u.name, u.username, u.email) for u in event.users] == [
+        ("[erased]", "[erased]", "[erased]"),
+        (None, "bob", None),
+    ]

@@ -3,8 +3,10 @@ both: `.venv/bin/python -m tools.ab BASE HEAD [--seconds 5] [--rounds 5]`.
 
 BASE and HEAD are checkouts with their own `.venv` (`make install` in each). Both servers run at
 once on fresh embedded databases seeded alike: a service account with 50 tokens, a flag to clone
-(2 environments x 2 strategies), 10,000 imported users. Each round runs every cell on both,
-in alternating order, with wrk; the table gives the median requests/s and p99 of each.
+(2 environments x 2 strategies), 10,000 imported users, a person with a password (who signs in,
+and creates flags with a session: a person's name is in every such event's metadata). Each
+round runs every cell on both, in alternating order, with wrk; the table gives the median
+requests/s and p99 of each.
 """
 
 from __future__ import annotations
@@ -42,15 +44,26 @@ function request()
                                   ["Content-Type"] = "application/json"}, body)
 end
 """
-CELLS = (  # (name, path, concurrency, posts fresh names)
-    ("health", "/health", 16, False),
-    ("50 tokens, c=1", "/api/admin/service-account/{account}/token", 1, False),
-    ("50 tokens, c=16", "/api/admin/service-account/{account}/token", 16, False),
-    ("create, c=16", "/api/admin/projects/default/features", 16, True),
-    ("clone, c=16", "/api/admin/projects/default/features/src/clone", 16, True),
-    ("search q=user12, c=16", "/api/admin/user-admin/search?q=user12", 16, False),
-    ("search q=user00042, c=16", "/api/admin/user-admin/search?q=user00042", 16, False),
+PERSON = "signer"
+PASSWORD = "Ab-bench-Passw0rd!2026"
+SIGN_IN = f"""
+function request()
+  return wrk.format("POST", nil, {{["Content-Type"] = "application/json"}},
+                    '{{"username":"{PERSON}","password":"{PASSWORD}"}}')
+end
+"""
+CELLS = (  # (name, path, concurrency, what it posts: nothing, fresh names, a sign-in)
+    ("health", "/health", 16, None),
+    ("50 tokens, c=1", "/api/admin/service-account/{account}/token", 1, None),
+    ("50 tokens, c=16", "/api/admin/service-account/{account}/token", 16, None),
+    ("create, c=16", "/api/admin/projects/default/features", 16, "names"),
+    ("create by a person (session), c=16", "/api/admin/projects/default/features", 16, "own"),
+    ("clone, c=16", "/api/admin/projects/default/features/src/clone", 16, "names"),
+    ("search q=user12, c=16", "/api/admin/user-admin/search?q=user12", 16, None),
+    ("search q=user00042, c=16", "/api/admin/user-admin/search?q=user00042", 16, None),
+    ("sign-in, c=2", "/auth/simple/login", 2, "sign-in"),
 )
+SESSIONS: dict[str, str] = {}  # base URL -> the person's "Cookie" header
 
 
 def call(base: str, method: str, path: str, body: Any = None) -> Any:
@@ -74,6 +87,8 @@ def serving(checkout: Path, port: int) -> Iterator[str]:
         "DATA_DIR": str(data_dir),
         "LOG_FORMAT": "json",
         "INIT_ADMIN_API_TOKENS": TOKEN,
+        "LOGIN_RATE_LIMIT_PER_ADDRESS": "100000",
+        "LOGIN_RATE_LIMIT_PER_ACCOUNT": "100000",
     }
     python = str(checkout / ".venv" / "bin" / "python")
     proc = subprocess.Popen(
@@ -131,17 +146,34 @@ def seed(base: str, checkout: Path, python: str, env: dict[str, str]) -> None:
         capture_output=True,
     )
     users.unlink()
+    body = {"username": PERSON, "name": "Sig Ner", "rootRole": 1, "password": PASSWORD}
+    call(base, "POST", "/api/admin/user-admin", body)
+    request = urllib.request.Request(  # noqa: S310 - a local URL
+        base + "/auth/simple/login",
+        data=json.dumps({"username": PERSON, "password": PASSWORD}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=60) as resp:  # noqa: S310
+        SESSIONS[base] = resp.headers["Set-Cookie"].split(";", 1)[0]
 
 
 def wrk(
-    base: str, path: str, concurrency: int, seconds: int, *, fresh: bool
+    base: str, path: str, concurrency: int, seconds: int, *, posts: str | None
 ) -> tuple[float, float]:
     args = ["wrk", "--latency", f"-t{min(concurrency, 2)}", f"-c{concurrency}", f"-d{seconds}s"]
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
         # wrk's Lua random numbers repeat from run to run: a run prefix keeps names fresh.
         run = f"r{time.time_ns()}"
-        script.write(f'AUTH = "{TOKEN}"\nRUN = "{run}"\n' + (FRESH_NAMES if fresh else ""))
-    if fresh:
+        script.write(f'AUTH = "{TOKEN}"\nRUN = "{run}"\n')
+        script.write({None: "", "names": FRESH_NAMES, "own": FRESH_NAMES}.get(posts, SIGN_IN))
+    if posts == "own":  # the person's session instead of the token
+        args += ["-s", script.name]
+        Path(script.name).write_text(
+            Path(script.name)
+            .read_text()
+            .replace('["Authorization"] = AUTH,', f'["Cookie"] = "{SESSIONS[base]}",')
+        )
+    elif posts is not None:
         args += ["-s", script.name]
     else:
         args += ["-H", f"Authorization: {TOKEN}"]
@@ -171,11 +203,11 @@ def main(argv: list[str]) -> int:
             for i, (name, path) in enumerate(sides.items())
         }
         for round_number in range(args.rounds):
-            for cell, path, concurrency, fresh in CELLS:
+            for cell, path, concurrency, posts in CELLS:
                 order = list(bases) if round_number % 2 == 0 else list(reversed(bases))
                 for side in order:
                     url_path = path.replace("{account}", "1")
-                    rate_p99 = wrk(bases[side], url_path, concurrency, args.seconds, fresh=fresh)
+                    rate_p99 = wrk(bases[side], url_path, concurrency, args.seconds, posts=posts)
                     results.setdefault((cell, side), []).append(rate_p99)
     print(
         f"{args.rounds} rounds of {args.seconds} s cells, medians; base {sides['base']}, "

@@ -10,7 +10,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-once = lambda pairs: dict(pairs) if len(dict(pairs)) == len(pairs) else None  # noqa: E731
+
+def once(pairs: list[tuple[str, Any]]) -> dict[str, Any] | None:
+    """None for a key given twice; a sealed value loses the `value` export adds (privacy.md)."""
+    d = dict(pairs) if len(dict(pairs)) == len(pairs) else None
+    return {"person": d["person"], "sealed": d["sealed"]} if d and d.keys() == SEALED else d
+
+
+SEALED = {"person", "sealed", "value"}  # the hash is over the sealed value as stored
 ESCAPES = dict(zip('"\\\b\f\n\r\t', '"\\bfnrt', strict=True))  # the rest below U+0020: \u00XX
 
 
@@ -30,19 +37,10 @@ def text(value: object) -> str:
     return json.dumps(value) if value is None or isinstance(value, bool) else str(value)
 
 
-def stored(value: object) -> object:
-    """As stored: a sealed value without the `value` the export opened it to (docs/privacy.md)."""
-    if isinstance(value, dict):
-        if set(value) == {"person", "sealed", "value"} and isinstance(value["person"], int):
-            return {"person": value["person"], "sealed": value["sealed"]}
-        return {k: stored(v) for k, v in value.items()}
-    return [stored(v) for v in value] if isinstance(value, list) else value
-
-
 def canonical(e: dict[str, Any]) -> bytes:
     at = datetime.fromisoformat(e["recorded_at"]).astimezone(UTC)
     fields = ["position", "stream_type", "stream_key", "stream_version", "event_id", "type"]
-    parts = [e[f] for f in fields] + [e["schema_version"], stored(e["data"]), stored(e["metadata"])]
+    parts = [e[f] for f in fields] + [e["schema_version"], e["data"], e["metadata"]]
     return text([*parts, at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")]).encode()
 
 

@@ -138,14 +138,19 @@ def _open(data: dict[str, Any], plan: fields.Plan, keys: Opener) -> None:
             _open(item, inner_plan, keys)
 
 
-def with_values(value: Any, keys: Opener) -> Any:
-    """Stored JSON values with `"value"` added to every sealed value: the opened text, or the
-    placeholder (what `export` writes; tools/verify_export.py takes it out again to check the
-    hash, which is over what is stored)."""
-    if isinstance(value, dict):
-        if set(value) == {"person", "sealed"} and isinstance(value["person"], int):
-            return value | {"value": keys.open(value["person"], str(value["sealed"]))}
-        return {k: with_values(v, keys) for k, v in value.items()}
-    if isinstance(value, list):
-        return [with_values(v, keys) for v in value]
-    return value
+# A whole sealed value in PostgreSQL's text of a jsonb value (base64url needs no escapes).
+_SEALED_VALUE: Final = re.compile(r'\{"person": (\d+), "sealed": "([A-Za-z0-9_=-]*)"\}')
+
+
+def with_values(stored: str, keys: Opener) -> str:
+    """PostgreSQL's text of stored JSON with `"value"` added to every sealed value: the opened
+    text, or the placeholder (what `export` writes; tools/verify_export.py takes it out again to
+    check the hash, which is over what is stored). The rest of the text is left as it was."""
+    if not holds_sealed(stored):
+        return stored
+
+    def opened(found: re.Match[str]) -> str:
+        value = msgspec.json.encode(keys.open(int(found[1]), found[2])).decode()
+        return f'{{"person": {found[1]}, "sealed": "{found[2]}", "value": {value}}}'
+
+    return _SEALED_VALUE.sub(opened, stored)

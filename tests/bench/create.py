@@ -29,6 +29,9 @@ from typing import TYPE_CHECKING
 
 import psutil
 
+from service.privacy import master
+from service.privacy.keys import Masters
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
@@ -216,6 +219,10 @@ def serving_ours(env_out: dict[str, str] | None = None) -> Iterator[tuple[str, i
     base = f"http://127.0.0.1:{port}"
     try:
         wait_ready(f"{base}/ready")
+        # What this process appends to its database (a generated log) is sealed with the
+        # master key the service made in its DATA_DIR, as the service's own events are.
+        if "PII_MASTER_KEY" not in env:
+            master.install(Masters(master.embedded_key(data_dir.resolve())))
         yield base, proc.pid
     finally:
         proc.terminate()
