@@ -5,7 +5,9 @@
 #   2. kubernetes-validate --strict checks every built-in resource against the schemas of the
 #      Kubernetes versions below; custom resources against their published schemas where a
 #      PyPI package has them offline, else listed as skipped;
-#   3. the rendered Deployments' stop budget matches docs/operations.md, "Start and stop";
+#   3. the rendered Deployments' stop budget matches docs/operations.md, "Start and stop"; the
+#      service's secrets (PII_MASTER_KEY among them) come only from Secrets' files, never from
+#      a variable's value;
 #   4. checkov (frameworks kubernetes and dockerfile) scans the renderings and
 #      deploy/Containerfile: no failed check.
 # Exits non-zero at the first failure. Needs Python 3.11 (or PYTHON=...) and PyPI; the tools
@@ -80,7 +82,7 @@ if grep -v -E "^WARN .* Couldn't find schema for kind (Cluster with api version 
     fail "kubernetes-validate: the lines above (only the custom resources may lack a schema)"
 fi
 
-# Custom resources, and the stop budget, in Python (with the tools' own libraries).
+# Custom resources, the stop budget and the secrets, in Python (with the tools' own libraries).
 "$bin/python" - "${KUBERNETES_VERSIONS[@]}" -- "$out"/rendered/*.yaml <<'PYTHON'
 import sys
 from pathlib import Path
@@ -178,6 +180,93 @@ for path in files:
                 print(f"OK   {line}")
             if drain + pre_stop < 1:
                 failures.append(f"{line}: no drain at all; endpoints would still send requests")
+
+print("\n== secrets as files (deploy/README.md, \"Secrets\")")
+# The service's secrets (service/settings.py, FILE_SETTINGS): never a variable's value (a literal
+# in git, or a Secret's key in the environment, which `kubectl describe`, crash reports and child
+# processes see), only <NAME>_FILE naming a file of a mounted Secret. The commands that read or
+# write events (all but these) exit 2 without PII_MASTER_KEY: they must be given its file.
+SECRETS = ("DATABASE_URL", "INIT_ADMIN_API_TOKENS", "PII_MASTER_KEY", "PII_PREVIOUS_MASTER_KEYS")
+NO_MASTER_KEY = {"migrate", "dsn", "reporting-user"}
+
+
+def pod_template(doc):
+    spec = doc.get("spec", {})
+    if doc["kind"] == "CronJob":
+        spec = spec.get("jobTemplate", {}).get("spec", {})
+    return spec.get("template")
+
+
+def secret_files(pod, container):
+    """Each file a mounted Secret provides, as {path: (secret, key, optional, read_only)}."""
+    volumes = {v["name"]: v for v in pod.get("volumes", [])}
+    files = {}
+    for mount in container.get("volumeMounts", []):
+        volume = volumes.get(mount["name"], {})
+        if "secret" in volume:
+            sources = [dict(volume["secret"], name=volume["secret"].get("secretName"))]
+        elif "projected" in volume:
+            sources = [s["secret"] for s in volume["projected"].get("sources", []) if "secret" in s]
+        else:
+            continue
+        for source in sources:
+            for item in source.get("items") or [{"key": "*", "path": "*"}]:
+                path = f"{mount['mountPath'].rstrip('/')}/{item['path']}"
+                entry = (source["name"], item["key"], bool(source.get("optional")))
+                files[path] = (*entry, bool(mount.get("readOnly")))
+    return files
+
+
+for path in files:
+    docs = [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
+    config_maps = {d["metadata"]["name"]: d.get("data", {}) for d in docs if d["kind"] == "ConfigMap"}
+    for name, data in config_maps.items():
+        for secret in SECRETS:
+            if secret in data:
+                failures.append(f"{path.stem}: ConfigMap/{name}: {secret} is a literal value")
+    for doc in docs:
+        pod = pod_template(doc)
+        if pod is None or pod.get("metadata", {}).get("labels", {}).get(
+            "app.kubernetes.io/name"
+        ) != "flagstore":
+            continue
+        for container in pod["spec"].get("containers", []) + pod["spec"].get("initContainers", []):
+            where = f"{path.stem}: {doc['kind']}/{doc['metadata']['name']}/{container['name']}"
+            failed_before = len(failures)
+            env = {e["name"]: e for e in container.get("env", [])}
+            for source in container.get("envFrom", []):
+                if "secretRef" in source:
+                    failures.append(f"{where}: envFrom secretRef puts a Secret in the environment")
+                for key in config_maps.get(source.get("configMapRef", {}).get("name"), {}):
+                    env.setdefault(key, {"name": key, "value": "(ConfigMap)"})
+            for secret in SECRETS:
+                if secret in env:
+                    failures.append(f"{where}: {secret} is a variable; give {secret}_FILE instead")
+            provided = secret_files(pod["spec"], container)
+            found = []
+            for secret in SECRETS:
+                entry = env.get(f"{secret}_FILE")
+                if entry is None:
+                    continue
+                file = entry.get("value")
+                source = provided.get(file) or provided.get(f"{(file or '').rpartition('/')[0]}/*")
+                if "valueFrom" in entry or not file:
+                    failures.append(f"{where}: {secret}_FILE must be a literal path")
+                elif source is None:
+                    failures.append(f"{where}: {secret}_FILE={file} is no file of a mounted Secret")
+                elif not source[3]:
+                    failures.append(f"{where}: {secret}_FILE={file}: its volume is not readOnly")
+                elif secret == "PII_MASTER_KEY" and source[2]:
+                    failures.append(f"{where}: PII_MASTER_KEY_FILE={file}: its Secret is optional")
+                else:
+                    found.append(f"{secret}_FILE <- Secret {source[0]} key {source[1]}")
+            command = (container.get("args") or ["serve"])[0]
+            needs = ["DATABASE_URL"] + (["PII_MASTER_KEY"] if command not in NO_MASTER_KEY else [])
+            for secret in needs:
+                if f"{secret}_FILE" not in env:
+                    failures.append(f"{where}: `{command}` needs {secret}_FILE (a Secret's file)")
+            if len(failures) == failed_before:
+                print(f"OK   {where} ({command}): {'; '.join(found) or 'no secret'}")
 
 if failures:
     print("\n".join(["", *failures]), file=sys.stderr)
