@@ -23,6 +23,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 UID = 10001  # any numeric user; the image's default too
+# Where the Deployment mounts its Secrets (deploy/base/deployment.yaml).
+SECRETS_DIR = "/run/secrets/flagstore"
 
 
 def image() -> str:
@@ -53,6 +55,34 @@ def inspect(name: str) -> dict[str, Any]:
     return found[0]
 
 
+def secret_files(directory: Path, files: dict[str, str]) -> str:
+    """Files mounted read-only at SECRETS_DIR as the Deployment's Secret volume is: mode 0440,
+    group UID (its fsGroup); the `--volume` value. Without root (rootless podman), which cannot
+    give the files to UID's group, they are readable by all."""
+    directory.mkdir()
+    for name, content in files.items():
+        (directory / name).write_text(content + "\n")
+    paths = [directory / name for name in files] + [directory]
+    try:
+        for path in paths:
+            os.chown(path, -1, UID)
+        dir_mode, file_mode = 0o750, 0o440
+    except PermissionError:
+        dir_mode, file_mode = 0o755, 0o444
+    for path in paths:
+        path.chmod(dir_mode if path.is_dir() else file_mode)
+    return f"{directory}:{SECRETS_DIR}:ro"
+
+
+def _run_options(env: dict[str, str], volumes: tuple[str, ...]) -> list[str]:
+    """Read-only, on the host network, as the numeric user, with these variables and mounts."""
+    return [
+        "--network", "host", "--read-only", "--user", f"{UID}:{UID}",
+        *[f"--env={key}={value}" for key, value in env.items()],
+        *[f"--volume={volume}" for volume in volumes],
+    ]  # fmt: skip
+
+
 @dataclass
 class Container:
     """A detached container of the image on the host network, read-only, as a numeric user."""
@@ -61,6 +91,7 @@ class Container:
     port: int
     args: tuple[str, ...]
     env: dict[str, str] = field(default_factory=dict)
+    volumes: tuple[str, ...] = ()  # `--volume` values, e.g. secret_files()'s
 
     @property
     def url(self) -> str:
@@ -69,9 +100,7 @@ class Container:
     def start(self, image_name: str) -> Container:
         env = {"PORT": str(self.port), **self.env}
         podman(
-            "run", "--detach", "--name", self.name, "--network", "host",
-            "--read-only", "--user", f"{UID}:{UID}",
-            *[f"--env={key}={value}" for key, value in env.items()],
+            "run", "--detach", "--name", self.name, *_run_options(env, self.volumes),
             image_name, *self.args,
         )  # fmt: skip
         return self
@@ -121,22 +150,19 @@ class Container:
                 await asyncio.sleep(0.1)
 
 
-def run_once(image_name: str, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def run_once(
+    image_name: str, *args: str, env: dict[str, str], volumes: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
     """A one-off command of the image (a migration Job, verify), read-only, as a numeric user."""
     return podman(
-        "run", "--rm", "--name", f"flagstore-job-{uuid.uuid4().hex[:8]}", "--network", "host",
-        "--read-only", "--user", f"{UID}:{UID}",
-        *[f"--env={key}={value}" for key, value in env.items()],
-        image_name, *args, check=False, timeout=300,
+        "run", "--rm", "--name", f"flagstore-job-{uuid.uuid4().hex[:8]}",
+        *_run_options(env, volumes), image_name, *args, check=False, timeout=300,
     )  # fmt: skip
 
 
 def start_job(image_name: str, *args: str, env: dict[str, str]) -> subprocess.Popen[str]:
     """run_once, not waited for: several at once (the migration Job's race)."""
-    command = [
-        "podman", "run", "--rm", "--network", "host", "--read-only", "--user", f"{UID}:{UID}",
-        *[f"--env={key}={value}" for key, value in env.items()], image_name, *args,
-    ]  # fmt: skip
+    command = ["podman", "run", "--rm", *_run_options(env, ()), image_name, *args]
     return subprocess.Popen(
         command,
         env={**os.environ, "CONTAINERS_CONF": str(ROOT / "deploy" / "containers.conf")},

@@ -1,12 +1,16 @@
 """The service image (`make image-test`): what it holds, and the service it runs.
 
 It runs read-only as a numeric user on the host network against a real PostgreSQL (a
-throwaway PostgreSQL 15 on a TCP port, tests/pg.py) and stops with exit code 0.
+throwaway PostgreSQL 15 on a TCP port, tests/pg.py), with its PII master key in a file mounted
+as the Deployment's Secret is, and stops with exit code 0. Without the key it does not start.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import os
+from dataclasses import dataclass
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +19,7 @@ import asyncpg
 import pytest
 
 from tests.containers.podman import (
+    SECRETS_DIR,
     UID,
     Container,
     image,
@@ -22,6 +27,7 @@ from tests.containers.podman import (
     podman,
     report,
     run_once,
+    secret_files,
     unique_name,
 )
 from tests.pg import Cluster
@@ -29,6 +35,7 @@ from tests.processes import free_port
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator
+    from pathlib import Path
 
 pytestmark = pytest.mark.container
 
@@ -37,6 +44,27 @@ MAX_IMAGE_BYTES = 200_000_000
 # docs/operations.md: a stop takes at most drain + SHUTDOWN_TIMEOUT_SECONDS + about 7 s.
 SHUTDOWN_TIMEOUT = 10
 STOP_BOUND = SHUTDOWN_TIMEOUT + 7
+
+
+@dataclass(frozen=True)
+class MasterKey:
+    """A PII master key (as `openssl rand -base64 32` makes one) in a file of a mounted
+    directory, as the Deployment has it: PII_MASTER_KEY_FILE and the `--volume`."""
+
+    text: str
+    env: dict[str, str]
+    volume: str
+
+
+def master_key_file(directory: Path) -> MasterKey:
+    text = base64.b64encode(os.urandom(32)).decode()
+    volume = secret_files(directory, {"pii-master-key": text})
+    return MasterKey(text, {"PII_MASTER_KEY_FILE": f"{SECRETS_DIR}/pii-master-key"}, volume)
+
+
+@pytest.fixture(scope="module")
+def master_key(tmp_path_factory: pytest.TempPathFactory) -> MasterKey:
+    return master_key_file(tmp_path_factory.mktemp("image") / "secrets")
 
 
 @pytest.fixture(scope="module")
@@ -121,15 +149,24 @@ async def exercise(session: aiohttp.ClientSession, url: str) -> None:
     assert 'route="/api/admin/projects/{projectId}/features",status="200"' in scraped
 
 
+def test_the_image_refuses_to_serve_a_database_without_the_pii_master_key(database: str) -> None:
+    refused = run_once(image(), "serve", env={"DATABASE_URL": database})
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "PII_MASTER_KEY (or PII_MASTER_KEY_FILE) is required" in refused.stderr, refused.stderr
+
+
 async def test_the_image_serves_read_only_against_postgresql_and_stops_with_exit_code_0(
-    database: str, session: aiohttp.ClientSession
+    database: str, master_key: MasterKey, session: aiohttp.ClientSession
 ) -> None:
     name = image()
-    env = {"DATABASE_URL": database, "INIT_ADMIN_API_TOKENS": ADMIN}
+    env = {"DATABASE_URL": database, "INIT_ADMIN_API_TOKENS": ADMIN, **master_key.env}
+    # Like the migration Job: migrate reads no personal data, and gets no master key.
     migrated = run_once(name, "migrate", env={"DATABASE_URL": database})
     assert migrated.returncode == 0, migrated.stderr
 
-    box = Container(unique_name("flagstore-image"), free_port(), (), env)  # default command
+    box = Container(  # the default command
+        unique_name("flagstore-image"), free_port(), (), env, (master_key.volume,)
+    )
     try:
         box.start(name)
         await box.wait_ready()
@@ -151,6 +188,7 @@ async def test_the_image_serves_read_only_against_postgresql_and_stops_with_exit
             ("GET", "/api/admin/user-admin/search", 200),
         }
         assert all(r.get("request_id") for r in requests)
+        assert master_key.text not in box.logs()
 
         code, seconds = box.stop(timeout=STOP_BOUND + 5)
         assert code == 0, box.logs()

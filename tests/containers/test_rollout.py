@@ -6,9 +6,10 @@ as the Service (probes /ready, retries nothing). Under a steady mixed load at co
 (creates, clones and user creates; searches and token listings), each replica is replaced in
 turn: start a new one, wait until the proxy sees it ready, SIGTERM the old one (its /ready
 turns 503 for SHUTDOWN_DRAIN_SECONDS while it still serves, then it finishes its requests and
-exits 0). No request may fail, every acknowledged write must be there afterwards and `verify`
-must pass. Before that, the migration Job's command is started three times at once on an empty
-database: each migration is applied once.
+exits 0). Every replica reads the same PII master key from a mounted file, as from the
+Deployment's Secret. No request may fail, every acknowledged write must be there afterwards and
+`verify` must pass. Before that, the migration Job's command (with no master key, as the Job) is
+started three times at once on an empty database: each migration is applied once.
 """
 
 from __future__ import annotations
@@ -39,12 +40,13 @@ from tests.containers.podman import (
     start_job,
     unique_name,
 )
-from tests.containers.test_image import create_database
+from tests.containers.test_image import create_database, master_key_file
 from tests.pg import Cluster
 from tests.processes import free_port
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from pathlib import Path
 
 pytestmark = [pytest.mark.container, pytest.mark.timeout(600)]
 
@@ -173,6 +175,7 @@ class Rollout:
 
     image: str
     env: dict[str, str]
+    volumes: tuple[str, ...]
     proxy_port: int
     boxes: list[Container] = field(default_factory=list)
     current: list[Container] = field(default_factory=list)
@@ -185,7 +188,11 @@ class Rollout:
     async def add(self) -> Container:
         """A new replica: started, ready, then in the proxy's rotation."""
         box = Container(
-            unique_name("flagstore-replica"), free_port(), ("serve", "--no-migrate"), self.env
+            unique_name("flagstore-replica"),
+            free_port(),
+            ("serve", "--no-migrate"),
+            self.env,
+            self.volumes,
         )
         self.boxes.append(box)
         box.start(self.image)
@@ -236,21 +243,23 @@ async def stored_writes(dsn: str) -> tuple[set[str], set[str]]:
 
 
 async def test_a_rolling_update_under_load_fails_no_request_and_loses_no_write(
-    cluster: Cluster,
+    cluster: Cluster, tmp_path: Path
 ) -> None:
     name = image()
     await create_database(cluster.admin_dsn, "flags")
     dsn = cluster.dsn("flags")
     job = run_once(name, "migrate", env={"DATABASE_URL": dsn})
     assert job.returncode == 0, job.stderr
+    key = master_key_file(tmp_path / "secrets")  # the same in every replica
     env = {
         "DATABASE_URL": dsn,
         "INIT_ADMIN_API_TOKENS": ADMIN,
         "SHUTDOWN_DRAIN_SECONDS": str(DRAIN_SECONDS),
         "SHUTDOWN_TIMEOUT_SECONDS": str(SHUTDOWN_TIMEOUT),
         "DB_POOL_SIZE": "5",
+        **key.env,
     }
-    rollout = Rollout(name, env, free_port())
+    rollout = Rollout(name, env, (key.volume,), free_port())
     proxy = subprocess.Popen(
         [sys.executable, "-m", "tests.containers.proxy", str(rollout.proxy_port)], cwd=ROOT
     )
@@ -289,7 +298,9 @@ async def test_a_rolling_update_under_load_fails_no_request_and_loses_no_write(
         flags, emails = await stored_writes(dsn)
         assert set(load.flags) <= flags, sorted(set(load.flags) - flags)[:10]
         assert set(load.emails) <= emails, sorted(set(load.emails) - emails)[:10]
-        verified = run_once(name, "verify", env={"DATABASE_URL": dsn})
+        verified = run_once(
+            name, "verify", env={"DATABASE_URL": dsn, **key.env}, volumes=(key.volume,)
+        )
         assert verified.returncode == 0, verified.stdout + verified.stderr
     finally:
         proxy.terminate()
