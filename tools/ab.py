@@ -146,8 +146,13 @@ def seed(base: str, checkout: Path, python: str, env: dict[str, str]) -> None:
         capture_output=True,
     )
     users.unlink()
-    body = {"username": PERSON, "name": "Sig Ner", "rootRole": 1, "password": PASSWORD}
-    call(base, "POST", "/api/admin/user-admin", body)
+    person: dict[str, object] = {
+        "username": PERSON,
+        "name": "Sig Ner",
+        "rootRole": 1,
+        "password": PASSWORD,
+    }
+    call(base, "POST", "/api/admin/user-admin", person)
     request = urllib.request.Request(  # noqa: S310 - a local URL
         base + "/auth/simple/login",
         data=json.dumps({"username": PERSON, "password": PASSWORD}).encode(),
