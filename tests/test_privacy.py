@@ -547,6 +547,18 @@ async def test_a_wrong_master_key_is_refused_and_a_rotation_rewraps_every_key(
     async with app[POOL].acquire() as conn:
         with pytest.raises(ConfigError, match="not the key that wrapped"):
             await keys.check_masters(conn, keys.Masters(new))
+        # A replica that does not know the key a data key is wrapped with (a rotation done in
+        # one step) answers 503 to what needs it, never a 500.
+        master.install(keys.Masters(new))
+        try:
+            resp = await client.get("/api/admin/events", headers=ADMIN)
+            assert resp.status == 503
+            body = await resp.json()
+            assert body["name"] == "ServiceUnavailable"
+            assert f"is wrapped by master key {old.current.id}" in body["message"]
+            assert set(body) == {"id", "name", "message"}
+        finally:
+            master.install(old)
         rotating = keys.Masters(new, [old.current])
         await keys.check_masters(conn, rotating)
         assert await admin.rotate_master_key(conn, rotating) >= 1

@@ -13,14 +13,18 @@ from typing import Final
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from service.errors import ServiceUnavailable
+
 PLACEHOLDER: Final = "[erased]"  # what an erased person's value reads as, everywhere
 FORMAT: Final = b"\x01"  # first byte of a sealed value: AES-256-GCM, 96-bit random nonce
 NONCE: Final = 12
 KEY_BYTES: Final = 32
 
 
-class SealError(Exception):
-    """A key that does not open what it should: the wrong master key, or damaged data."""
+class SealError(ServiceUnavailable):
+    """A key that does not open what it should: a master key this process was not given (a
+    rotation half rolled out), or damaged data. A request meeting one answers 503, not 500:
+    another replica, or this one once configured, can answer it."""
 
 
 class MasterKey:
