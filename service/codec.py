@@ -156,12 +156,41 @@ def encode_stored(value: Declared, keys: Mapping[int, DataKey | None]) -> str:
     return _encoder.encode(seal.sealed_form(value, keys)).decode()
 
 
+class _StoredMetadata(msgspec.Struct, frozen=True, kw_only=True):
+    """Metadata as stored: a person's name sealed (msgspec tells a string from an object)."""
+
+    actor_id: str
+    actor_name: str | seal.Sealed
+    actor_kind: str
+    request_id: str | None = None
+    source: str = "api"
+
+
+_stored_metadata_decoder = msgspec.json.Decoder(_StoredMetadata)
+
+
 def decode_metadata(raw: str, keys: seal.Opener | None = None) -> Metadata:
     if not seal.holds_sealed(raw):
         return _metadata_decoder.decode(raw)
-    return msgspec.convert(
-        seal.opened(_plain_decoder.decode(raw), Metadata, _needed(keys)), Metadata
+    stored = _stored_metadata_decoder.decode(raw)
+    name = stored.actor_name
+    return Metadata(
+        actor_id=stored.actor_id,
+        actor_name=(
+            name if isinstance(name, str) else _needed(keys).open(name.person, name.sealed)
+        ),
+        actor_kind=stored.actor_kind,
+        request_id=stored.request_id,
+        source=stored.source,
     )
+
+
+class _NeededKeys:
+    def __init__(self, keys: seal.Opener | None) -> None:
+        self.keys = keys
+
+    def open(self, person: int, sealed: str) -> str:
+        return _needed(self.keys).open(person, sealed)
 
 
 def _needed(keys: seal.Opener | None) -> seal.Opener:
@@ -185,10 +214,11 @@ def decode(
     else:
         data = _plain_decoder.decode(raw)
         if sealed:
-            data = seal.opened(data, cls, _needed(keys))
+            # (a hit may be a mere key named "sealed": keys are needed only to open one)
+            data = seal.opened(data, cls, _NeededKeys(keys))
         for version in range(schema_version, cls.schema_version):
             data = UPCASTERS[(type_name, version)](data)
-        event = msgspec.convert(data, DomainEvent)
+        event = msgspec.convert(data, cls)  # type: ignore[assignment] # cls is one of them
     if type(event) is not cls:
         raise msgspec.ValidationError(f"the data of a {type_name} event says {event.type_name()}")
     return event

@@ -202,6 +202,12 @@ def test_a_sealed_value_opens_only_for_its_person() -> None:
     assert key.open(1, sealed) == "Ann"
     with pytest.raises(Exception, match="does not open"):
         key.open(2, sealed)  # moved to another person's event: refused
+    # Deterministic for one person (a reader opens each distinct value once), never across.
+    assert key.seal(1, "Ann") == sealed
+    assert key.seal(1, "Anne") != sealed
+    other = ring.key(2)
+    assert other is not None
+    assert other.seal(2, "Ann") != sealed
 
 
 # --- through the API: sealed in the log, erased on deletion ----------------------------------
@@ -266,7 +272,13 @@ async def test_deleting_a_user_erases_them_everywhere_and_the_log_still_verifies
     client: Client, app: web.Application, dsn: str
 ) -> None:
     user_id = await _alice_acts(client)
+    async with app[POOL].acquire() as conn:
+        before = await conn.fetchval("SELECT position FROM log_head")
     assert (await client.delete(f"{USERS}/{user_id}", headers=ADMIN)).status == 200
+    # The past too: the user list as it was before the deletion, without her data.
+    past = await client.get(f"{USERS}?at={before}", headers=ADMIN)
+    alice = next(u for u in (await past.json())["users"] if u["id"] == user_id)
+    assert (alice["name"], alice["username"], alice["email"]) == (PLACEHOLDER,) * 3
     async with app[POOL].acquire() as conn:
         row = await conn.fetchrow("SELECT * FROM personal_keys WHERE person_id = $1", user_id)
         assert row is not None

@@ -251,6 +251,7 @@ async def test_a_login_reads_nothing_but_the_reporting_views(
         others = [r for r in await relations(any_conn) if r["schema"] != "reporting"]
         names = {r["name"] for r in others}
         assert names >= SECRET_TABLES | LOG_TABLES | {"readmodel.users", "public.schema_migrations"}
+        assert "public.personal_keys" in names  # the wrapped data keys (docs/privacy.md)
         for relation in others:
             query = f"SELECT * FROM {relation['name']} LIMIT 1"
             assert await error_of(login, query) is asyncpg.InsufficientPrivilegeError, query

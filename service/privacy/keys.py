@@ -114,6 +114,8 @@ class Keyring:
         self._masters = masters
         self._rows = rows
         self._keys: dict[int, DataKey | None] = {}
+        # Sealing is deterministic (crypto.DataKey): a reader opens each distinct value once.
+        self._opened: dict[tuple[int, str], str] = {}
         self.complete = complete
 
     def key(self, person: int) -> DataKey | None:
@@ -130,8 +132,12 @@ class Keyring:
         return key
 
     def open(self, person: int, sealed: str) -> str:
-        key = self.key(person)
-        return PLACEHOLDER if key is None else key.open(person, sealed)
+        opened = self._opened.get((person, sealed))
+        if opened is None:
+            key = self.key(person)
+            opened = PLACEHOLDER if key is None else key.open(person, sealed)
+            self._opened[person, sealed] = opened
+        return opened
 
     def add(self, rows: dict[int, tuple[str | None, bytes | None]]) -> None:
         self._rows.update(rows)

@@ -25,8 +25,7 @@ if TYPE_CHECKING:
 # In stored JSON (ours: no spaces; PostgreSQL's jsonb text: ", " and ": "), the start of a
 # sealed value. An escaped quote inside a string never matches, so a plain text that merely
 # looks like one cannot: a hit is a sealed value (or, harmlessly, a dict key named so).
-MARK: Final = '"sealed":'
-_MARK_SPACED: Final = '"sealed": '
+MARK: Final = '"sealed":'  # also the start of PostgreSQL's '"sealed": '
 SEALED_PERSON: Final = re.compile(r'\{"person": ?(\d+), ?"sealed": ?"')
 
 
@@ -42,7 +41,7 @@ class Sealed(msgspec.Struct, frozen=True):
 
 
 def holds_sealed(raw: str) -> bool:
-    return MARK in raw or _MARK_SPACED in raw
+    return MARK in raw
 
 
 def persons_sealed_in(raw: str) -> set[int]:
@@ -138,8 +137,8 @@ def _open(data: dict[str, Any], plan: fields.Plan, keys: Opener) -> None:
             _open(item, inner_plan, keys)
 
 
-# A whole sealed value in PostgreSQL's text of a jsonb value (base64url needs no escapes).
-_SEALED_VALUE: Final = re.compile(r'\{"person": (\d+), "sealed": "([A-Za-z0-9_=-]*)"\}')
+# A whole sealed value in PostgreSQL's text of a jsonb value (base64 needs no escapes).
+_SEALED_VALUE: Final = re.compile(r'\{"person": (\d+), "sealed": "([A-Za-z0-9+/=]*)"\}')
 
 
 def with_values(stored: str, keys: Opener) -> str:
