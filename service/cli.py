@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     users = sub.add_parser("import-users", help="import users from a JSON Lines file")
     users.add_argument("file", help="JSON Lines: {email?, username?, name?, rootRole?, ...}")
     erase = sub.add_parser("erase-user", help="destroy a deleted user's personal-data key now")
-    erase.add_argument("id", type=int, help="the user's id")
+    erase.add_argument("id", type=_user_id, help="the user's id")
     sub.add_parser(
         "rotate-master-key",
         help="wrap every personal-data key with PII_MASTER_KEY (old: PII_PREVIOUS_MASTER_KEYS)",
@@ -65,6 +65,12 @@ def build_parser() -> argparse.ArgumentParser:
     login = sub.add_parser("reporting-user", help="create a read-only login for reporting tools")
     login.add_argument("name", type=_role_name, help="its role name: lower case, digits, _")
     return parser
+
+
+def _user_id(value: str) -> int:
+    if not value.isdigit() or not 0 < int(value) < 2**63:
+        raise argparse.ArgumentTypeError(f"not a user id: {value!r}")
+    return int(value)
 
 
 def _role_name(value: str) -> str:
@@ -256,10 +262,10 @@ async def _reporting_user(conn: Conn, args: argparse.Namespace, dsn: str) -> int
 
 
 async def _erase_user(conn: Conn, args: argparse.Namespace, _dsn: str) -> int:
-    """Exit 1 when the user still exists."""
+    """Exit 1 when the user still exists, or the id is no deleted person's."""
     try:
         lines = await admin.erase_user(conn, args.id)
-    except admin.StillThere as exc:
+    except admin.Refused as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print("\n".join(lines))

@@ -15,24 +15,42 @@ if TYPE_CHECKING:
 BY_HAND: Final = Metadata(
     actor_id="erase-user", actor_name="erase-user", actor_kind="system", source="system"
 )
-USER_EXISTS = "SELECT 1 FROM readmodel.users WHERE id = $1"
+ACCOUNT_TYPE = "SELECT account_type FROM readmodel.users WHERE id = $1"
 
 
-class StillThere(Exception):
+class Refused(Exception):
+    """Not a deleted person's id: nothing is erased, nothing recorded."""
+
+
+class StillThere(Refused):
     """Erasure follows a deletion: an account that exists keeps its data."""
+
+
+class NoSuchPerson(Refused):
+    """No person's data was ever here under that id (a tombstone for it would erase whoever
+    gets the id next, in every event written of them)."""
 
 
 async def erase_user(conn: Conn, person: int) -> list[str]:
     """Destroy a deleted person's key now (also one waiting for ERASURE_DELAY_DAYS); lines
     that say what was destroyed and what could not be."""
     async with store.transaction(conn):
-        if await conn.fetchval(USER_EXISTS, person) is not None:
+        account_type = await conn.fetchval(ACCOUNT_TYPE, person)
+        if account_type == "Service Account":
+            raise NoSuchPerson(
+                f"{person} is a service account: a machine, whose names are not personal data"
+            )
+        if account_type is not None:
             raise StillThere(
                 f"user {person} exists: delete it first (DELETE /api/admin/user-admin/{person}); "
                 "its key is then destroyed, at once or after ERASURE_DELAY_DAYS"
             )
         before = await keys.status(conn, person)
         found = await eventstore.personal_data_of(conn, person)
+        if before is None and found.sealed == found.plain == 0:
+            raise NoSuchPerson(
+                f"no person with id {person} ever had personal data here: nothing to erase"
+            )
         erased = await erasure.erase(
             conn, [person], stream=erasure.batch_stream(), metadata=BY_HAND, reason="by-hand"
         )

@@ -45,6 +45,11 @@ class MasterKey:
     def parse(cls, text: str) -> MasterKey:
         """32 bytes as base64 (standard or URL-safe, padding optional) or as 64 hex digits."""
         text = text.strip()
+        if len(text) != 2 * KEY_BYTES and len(text) % 2 == 0 and _is_hex(text) and len(text) > 44:
+            raise ValueError(
+                f"{len(text)} hex digits; it must be {2 * KEY_BYTES} (32 bytes: "
+                "`openssl rand -hex 32`)"
+            )
         key: bytes | None = None
         if len(text) == 2 * KEY_BYTES:
             try:
@@ -89,6 +94,10 @@ class MasterKey:
             return self._aead.decrypt(wrapped[:NONCE], wrapped[NONCE:], _wrap_context(person))
         except InvalidTag:
             raise SealError(f"the data key of person {person} does not unwrap") from None
+
+
+def _is_hex(text: str) -> bool:
+    return all(c in "0123456789abcdefABCDEF" for c in text)
 
 
 def _wrap_context(person: int) -> bytes:

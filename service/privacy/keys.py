@@ -256,7 +256,9 @@ async def check_masters(conn: Conn, masters: Masters) -> None:
     unknown = sorted(set(await master_key_ids(conn)) - set(masters.by_id))
     if unknown:
         raise ConfigError(
-            f"PII_MASTER_KEY is not the key that wrapped the stored personal-data keys (they "
+            f"the master key given (PII_MASTER_KEY, PII_MASTER_KEY_FILE, or with the embedded "
+            f"database DATA_DIR/pii-master-key) is not the key that wrapped the stored "
+            f"personal-data keys (they "
             f"are wrapped by master key {', '.join(unknown)}; this one is "
             f"{masters.current.id}). Give that key, or name it in PII_PREVIOUS_MASTER_KEYS "
             "during a rotation (docs/privacy.md)"
