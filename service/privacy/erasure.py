@@ -1,7 +1,8 @@
 """Erasure: a person's data key destroyed and a `PersonalDataErased` event appended, in one
 transaction. Right away with a deletion, or ERASURE_DELAY_DAYS later by a job that runs on
 every replica (due persons are locked with SKIP LOCKED, and an erased key is never erased
-twice, so replicas share the work and nothing is recorded twice)."""
+twice, so replicas share the work and nothing is recorded twice). The same job compacts the
+key table, so that a destroyed key's bytes leave its file."""
 
 from __future__ import annotations
 
