@@ -139,12 +139,6 @@ class Keyring:
             self._opened[person, sealed] = opened
         return opened
 
-    def add(self, rows: dict[int, tuple[str | None, bytes | None]]) -> None:
-        self._rows.update(rows)
-
-
-EMPTY_ROWS: Final[dict[int, tuple[str | None, bytes | None]]] = {}
-
 
 async def for_reading(conn: Conn, masters: Masters, persons: Collection[int]) -> Keyring:
     """The keys of these persons, in the caller's snapshot (an erased key is not there)."""
@@ -159,10 +153,6 @@ async def all_for_reading(conn: Conn, masters: Masters) -> Keyring:
         for r in await conn.fetch(SELECT_ALL_KEYS)
     }
     return Keyring(masters, rows, complete=True)
-
-
-async def more_for_reading(conn: Conn, keyring: Keyring, persons: Collection[int]) -> None:
-    keyring.add(await _rows(conn, persons))
 
 
 async def _rows(conn: Conn, persons: Collection[int]) -> dict[int, tuple[str | None, bytes | None]]:
