@@ -322,16 +322,6 @@ def _reader(reading: Reading) -> Callable[[asyncpg.Record, seal.Opener], Recorde
 _read_whole = _reader(Reading())
 
 
-class _NoKeys:
-    """For a reader of neither data nor metadata."""
-
-    def open(self, person: int, sealed: str) -> str:  # noqa: ARG002 - the Opener protocol
-        raise RuntimeError(f"person {person}'s value was read without keys")
-
-
-_NO_KEYS: Final = _NoKeys()
-
-
 async def read_log(
     conn: Conn, after: int, upto: int, reading: Reading, batch: int = 5000
 ) -> AsyncIterator[list[RecordedEvent]]:
@@ -352,7 +342,7 @@ async def read_log(
     keys = (
         await personal_keys.all_for_reading(conn, masters())
         if reading.events or reading.metadata
-        else _NO_KEYS
+        else seal.NO_KEYS
     )
     types = () if reading.types is None else (list(reading.types),)
     cursor = await conn.cursor(_reading_sql(reading), after, upto, *types)

@@ -180,10 +180,10 @@ def _personal_texts(
     if cls.personal is not None and fields.owner_in(data, cls) is not None:
         values = [data.get(f) for f in cls.personal.fields]
         found += [v for v in values if isinstance(v, dict if sealed else str)]
-    for name, inner, _ in plan.nested:
+    for name, inner in plan.nested:
         value = data.get(name)
         for item in value if isinstance(value, list) else [value] if value else []:
-            found += _personal_texts(item, inner, sealed=sealed)
+            found += _personal_texts(item, inner.cls, sealed=sealed)
     return found
 
 
@@ -211,6 +211,14 @@ def test_a_sealed_value_opens_only_for_its_person() -> None:
 
 
 # --- through the API: sealed in the log, erased on deletion ----------------------------------
+
+
+async def _verified_and_replayed(conn: Conn) -> None:
+    """`verify` passes (the chain covers ciphertext; a rebuild equals the live read models),
+    and after a `replay` too."""
+    assert (await verify(conn)).ok
+    await replay(conn)
+    assert (await verify(conn)).ok
 
 
 async def _stored_texts(conn: Conn) -> str:
@@ -323,11 +331,7 @@ async def test_deleting_a_user_erases_them_everywhere_and_the_log_still_verifies
             f"user:{user_id}",
         )
         assert [r["actor_name"] for r in names] == [PLACEHOLDER]
-        # verify (the chain covers ciphertext; the rebuild equals the live read models), and a
-        # replay rebuilds the same read models.
-        assert (await verify(conn)).ok
-        await replay(conn)
-        assert (await verify(conn)).ok
+        await _verified_and_replayed(conn)
 
 
 async def test_deleting_inactive_users_erases_each_with_an_event(
@@ -545,9 +549,7 @@ async def test_plain_events_from_before_encryption_still_verify_and_new_ones_are
         lines = await admin.erase_user(conn, user_id)
         assert lines[0].startswith(f"person {user_id} was erased already, at ")
         assert lines[1].startswith(f"warning: {found.plain} events written before encryption")
-        assert (await verify(conn)).ok
-        await replay(conn)
-        assert (await verify(conn)).ok
+        await _verified_and_replayed(conn)
 
 
 async def test_erase_user_refuses_ids_of_no_deleted_person(

@@ -13,20 +13,19 @@ from service.events import Declared
 
 
 class Plan(NamedTuple):
-    """A Struct's personal fields (with its declaration) and its fields holding Structs that
-    have some: (field, the nested Struct class, whether it is a list of them)."""
+    """A Struct's personal fields (with its declaration) and its fields holding Structs (or
+    lists of them) that have some, with their plans."""
 
     cls: type[Declared]
-    nested: tuple[tuple[str, type[Declared], bool], ...]
+    nested: tuple[tuple[str, Plan], ...]
 
 
-def _struct_of(kind: inspect.Type) -> tuple[type[Declared], bool] | None:
+def _struct_of(kind: inspect.Type) -> type[Declared] | None:
     """The Struct a field holds (itself, in a list, or optional), if any."""
     if isinstance(kind, inspect.StructType) and issubclass(kind.cls, Declared):
-        return kind.cls, False
+        return kind.cls
     if isinstance(kind, inspect.ListType):
-        inner = _struct_of(kind.item_type)
-        return (inner[0], True) if inner is not None else None
+        return _struct_of(kind.item_type)
     if isinstance(kind, inspect.UnionType):
         for member in kind.types:
             if (inner := _struct_of(member)) is not None:
@@ -42,8 +41,9 @@ def plan(cls: type[Declared]) -> Plan | None:
     nested = []
     for field in info.fields:
         inner = _struct_of(field.type)
-        if inner is not None and plan(inner[0]) is not None:
-            nested.append((field.encode_name, inner[0], inner[1]))
+        inner_plan = None if inner is None else plan(inner)
+        if inner_plan is not None:
+            nested.append((field.encode_name, inner_plan))
     if cls.personal is None and not nested:
         return None
     return Plan(cls, tuple(nested))

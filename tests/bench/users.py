@@ -38,6 +38,7 @@ from tests.bench.create import (
     ROOT,
     TOKEN,
     Row,
+    dsn_of,
     serving_ours,
     serving_reference,
     wrk_row,
@@ -195,14 +196,7 @@ BROAD = ["ad", "an", "30", "e.", "corp", "example", "example.com", "co"]
 
 
 def psql(env: dict[str, str], sql: str) -> list[str]:
-    dsn = subprocess.run(
-        [sys.executable, "-m", "service", "dsn"],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
+    dsn = dsn_of(env)
     script = (
         "import asyncio, asyncpg, sys\n"
         "async def main():\n"
