@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint fmt bench clean base-image image image-test deploy-lint deploy-test
+.PHONY: install run test lint fmt bench fuzz browser-test clean base-image image image-test deploy-lint deploy-test
 
 install: $(STAMP)
 
@@ -31,6 +31,12 @@ lint: install
 fmt: install
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
+
+# The page at /docs/openapi/ in Debian's Chromium (apt-get install chromium), driven by
+# Playwright; SCREENSHOT=docs/openapi-page.png keeps its screenshot.
+browser-test: install
+	$(BIN)/python -m pip install --quiet -e '.[embedded,dev,browser]'
+	$(BIN)/python -m pytest -p no:cacheprovider -m browser tests/browser
 
 # Benchmarks (not part of `make test`). The HTTP ones need wrk: apt-get install wrk.
 # BENCH_REFERENCE=1 also measures the reference server (../shared/reference/setup.sh).

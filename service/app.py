@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING, Any
+import importlib.metadata
+from typing import TYPE_CHECKING, Any, Literal
 
 import asyncpg
+import msgspec
 from aiohttp import web
 
 from projections.follower import projection_lags, run_async_projections
-from service import auth, connections, migrations
+from service import auth, connections, docs, migrations, openapi
 from service.api_tokens import handlers as api_tokens
 from service.appkeys import (
     LIFECYCLE,
+    OPENAPI,
     PAST_READS,
     POOL,
     RESOLVER,
@@ -27,7 +30,7 @@ from service.appkeys import (
 from service.audit import handlers as audit
 from service.errors import NotReady
 from service.features.handlers import clone, dependencies, flags, segments, strategies, tags
-from service.http import BODY_LIMIT, MIDDLEWARES, Route, json_response
+from service.http import BODY_LIMIT, MIDDLEWARES, Content, Route, json_response
 from service.metrics import METRICS, Metrics, prometheus
 from service.privacy import erasure
 from service.projects import handlers as projects
@@ -42,14 +45,22 @@ if TYPE_CHECKING:
 
     from service.settings import Settings
 
+VERSION = importlib.metadata.version("flagstore")
 READY_TIMEOUT = 2.0
 PAST_READS_AT_ONCE = 2  # one a core here: the others wait (service/audit/past.py)
 CLOSE_SECONDS = 2.0  # each of the runner and the pool get this long to stop, then are cut
 
 
+class Health(msgspec.Struct, frozen=True):
+    health: Literal["GOOD"]
+
+
+GOOD = Health(health="GOOD")
+
+
 async def health(_request: web.Request) -> web.Response:
     """Liveness: the event loop answers; no database access."""
-    return json_response({"health": "GOOD"})
+    return json_response(GOOD)
 
 
 async def ready(request: web.Request) -> web.Response:
@@ -66,15 +77,21 @@ async def ready(request: web.Request) -> web.Response:
     # old replicas stay in the Service until the new ones replace them.
     if version < request.app[SCHEMA_VERSION]:
         raise NotReady(f"Database schema is at {version}, expected {request.app[SCHEMA_VERSION]}")
-    return json_response({"health": "GOOD"})
+    return json_response(GOOD)
 
 
 ROUTES: list[Route] = [
-    Route("GET", "/health", health, auth.PUBLIC),
-    Route("HEAD", "/health", health, auth.PUBLIC),
-    Route("GET", "/ready", ready, auth.PUBLIC),
-    Route("HEAD", "/ready", ready, auth.PUBLIC),
-    Route("GET", "/internal-backstage/prometheus", prometheus, auth.PUBLIC),  # as Unleash
+    Route("GET", "/health", health, auth.PUBLIC, ok={200: Health}),
+    Route("HEAD", "/health", health, auth.PUBLIC, ok={200: Health}),
+    Route("GET", "/ready", ready, auth.PUBLIC, ok={200: Health}, errors=(NotReady,)),
+    Route("HEAD", "/ready", ready, auth.PUBLIC, ok={200: Health}, errors=(NotReady,)),
+    Route(  # as Unleash
+        "GET",
+        "/internal-backstage/prometheus",
+        prometheus,
+        auth.PUBLIC,
+        ok={200: Content(("text/plain",), "Metrics in Prometheus' text format")},
+    ),
     *sessions.ROUTES,
     *search.ROUTES,  # before /user-admin/{id}, which would take `search` for an id
     *inactive.ROUTES,
@@ -90,6 +107,7 @@ ROUTES: list[Route] = [
     *clone.ROUTES,
     *segments.ROUTES,
     *audit.ROUTES,
+    *docs.ROUTES,
 ]
 
 
@@ -112,6 +130,7 @@ def create_app(
     app[HASHING] = PasswordHashing(settings.password_hash_concurrency)
     app[SIGN_IN_LIMITS] = SignInLimits.from_settings(settings)
     failures = app[FAILED_SIGN_INS] = FailedSignIns(metrics.committed)
+    app[OPENAPI] = msgspec.json.encode(openapi.document(ROUTES, VERSION))
     for route in ROUTES:
         app[ROUTE_TABLE][app.router.add_route(route.method, route.path, route.handler)] = route
 

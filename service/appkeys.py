@@ -62,6 +62,7 @@ RESOLVER: web.AppKey[Resolver] = web.AppKey("resolver")
 POOL = web.AppKey("pool", asyncpg.Pool)
 LIFECYCLE = web.AppKey("lifecycle", Lifecycle)
 ROUTE_TABLE = web.AppKey("route_table", dict["AbstractRoute", "Route"])
+OPENAPI = web.AppKey("openapi", bytes)  # the OpenAPI document, encoded once at start
 SCHEMA_VERSION = web.AppKey("schema_version", int)
 TOKEN_USAGE: web.AppKey[TokenUseRecorder] = web.AppKey("token_usage")
 # Reads of a past state rebuild read models from the log (CPU, a second a hundred thousand

@@ -9,9 +9,9 @@ import re
 import time
 import uuid
 import zlib
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar
 
 import msgspec
 import structlog
@@ -52,15 +52,55 @@ _encoder = msgspec.json.Encoder()
 
 
 @dataclass(frozen=True)
+class Param:
+    """A query parameter a route reads: its name, JSON Schema type and meaning (OpenAPI)."""
+
+    name: str
+    schema: Any  # a type msgspec can describe, e.g. Annotated[int, Meta(ge=1)]
+    description: str
+    required: bool = False
+
+
+@dataclass(frozen=True)
+class Link:
+    """An OpenAPI link from a route's answer to the route that reads what it made (stateful
+    fuzzing follows it): the handler of that route and its path parameters' sources."""
+
+    to: Handler
+    parameters: Mapping[str, str]  # path parameter -> `$response.body#/id` and the like
+
+
+class Content(NamedTuple):
+    """A body that is not JSON (a page, an asset, the metrics' text)."""
+
+    media_types: tuple[str, ...]
+    description: str
+
+
+@dataclass(frozen=True)
 class Route:
-    """One row of the route table: the only place a route's permission is declared."""
+    """One row of the route table: the route, the permission it needs (the only place that is
+    declared), and what the OpenAPI document says of it (service/openapi.py): what it reads
+    (path, query, body) and every answer it gives. The handler reads its body and its query
+    parameters through read_json and query_param, which check that they are the ones declared
+    here, so the document cannot drift from the code."""
 
     method: str
     path: str
     handler: Handler
     permission: str
-    body: bool = False  # True: the route reads a JSON body, so the content type is checked
+    body: Any = None  # the request Struct read from a JSON body (the content type is checked)
+    ok: Mapping[int, Any] = field(default_factory=lambda: {200: None})  # status -> body type
+    query: tuple[Param, ...] = ()
+    errors: tuple[type[errors.AppError], ...] = ()  # besides those its kind gives (openapi.py)
+    links: Mapping[str, Link] = field(default_factory=dict)
     past: bool = False  # True: `?at=` reads the state at a past instant (service/audit/past.py)
+
+    def reads(self, name: str) -> bool:
+        return any(p.name == name for p in self.query) or (self.past and name == PAST)
+
+
+PAST: Final = "at"  # the query parameter of routes that read a past state
 
 
 def json_response(body: Any, status: int = 200) -> web.Response:
@@ -97,11 +137,19 @@ def principal(request: web.Request) -> Principal:
     return request[PRINCIPAL]
 
 
+class Undocumented(RuntimeError):
+    """A handler read a query parameter or a body its Route does not declare: the OpenAPI
+    document would be wrong, so the request fails (every route's tests find it)."""
+
+
 MAX_DIGITS: Final = 9  # a whole-number query parameter (limit, offset) has at most this many
 
 
 def query_param(request: web.Request, name: str) -> str | None:
     """A query parameter given at most once (twice is ambiguous: which one counts?)."""
+    route = request.app[ROUTE_TABLE].get(request.match_info.route)
+    if route is not None and not route.reads(name):
+        raise Undocumented(f"{route.method} {route.path} reads the undeclared parameter {name}")
     values = request.query.getall(name, [])
     if len(values) > 1:
         raise errors.ValidationError(f"{name} may be given only once - at `{name}`")
@@ -132,6 +180,11 @@ _NUL_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
 
 async def read_json(request: web.Request, schema: type[T]) -> T:
     """Decode the body into a Struct; any problem is a 400 naming the JSON path."""
+    route = request.app[ROUTE_TABLE].get(request.match_info.route)
+    if route is not None and route.body is not schema:
+        raise Undocumented(
+            f"{route.method} {route.path} reads a {schema} its route does not declare"
+        )
     decoder = _decoders.get(schema)
     if decoder is None:
         decoder = _decoders[schema] = msgspec.json.Decoder(schema)

@@ -22,6 +22,7 @@ from service.privacy import master
 from service.privacy.crypto import MasterKey
 from service.privacy.keys import Masters
 from service.settings import Settings
+from tests import conformance
 from tests.pg import PG15_BIN, Cluster, PgServer, start_pg15, tune_for_tests
 from tests.processes import Harness
 
@@ -119,13 +120,18 @@ def settings(dsn: str) -> Settings:
 
 
 @pytest.fixture
-async def app(settings: Settings, dsn: str) -> web.Application:
+async def app(settings: Settings, dsn: str) -> AsyncIterator[web.Application]:
+    """The service; every answer it gives a test is checked against its OpenAPI document."""
     connection = await connections.connect(dsn)
     try:
         await bootstrap.seed(connection, settings.init_admin_api_tokens)
     finally:
         await connection.close()
-    return create_app(settings, dsn, resolver=resolve_with_test_principals)
+    app = create_app(settings, dsn, resolver=resolve_with_test_principals)
+    conformance.install(app)
+    yield app
+    violations = app[conformance.VIOLATIONS]
+    assert not violations, f"answers the OpenAPI document does not describe: {violations}"
 
 
 TEST_PRINCIPAL = "test-principal:"

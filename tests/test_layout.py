@@ -93,12 +93,15 @@ def _undeclared(paths: list[Path], declared: set[str]) -> list[str]:
 def test_every_imported_package_is_declared() -> None:
     """The service needs only its dependencies and, without DATABASE_URL, the embedded extra
     (imported lazily, absent from the image); the tests also the dev extra; the benchmarks also
-    the bench extra. (A package that happens to come with another is not declared.)"""
+    the bench extra, the browser test the browser extra. (A package that happens to come with
+    another is not declared.)"""
     runtime = python_files("service", "projections")
-    tests = [p for p in python_files("tests") if "bench" not in p.parts]
+    tests = [p for p in python_files("tests") if not {"bench", "browser"} & set(p.parts)]
     assert _undeclared(runtime, _declared("embedded")) == []
     assert _undeclared(tests, _declared("embedded", "dev")) == []
     assert _undeclared(python_files("tests/bench"), _declared("embedded", "dev", "bench")) == []
+    browser = python_files("tests/browser")
+    assert _undeclared(browser, _declared("embedded", "dev", "browser")) == []
 
 
 def test_the_image_needs_no_embedded_postgresql() -> None:

@@ -56,7 +56,21 @@ async def delete_api_token(request: web.Request) -> web.Response:
 
 
 ROUTES = [
-    Route("GET", "/api/admin/api-tokens", list_api_tokens, auth.ADMIN, past=True),
-    Route("POST", "/api/admin/api-tokens", create_api_token, auth.ADMIN, body=True),
+    Route(
+        "GET",
+        "/api/admin/api-tokens",
+        list_api_tokens,
+        auth.ADMIN,
+        ok={200: ApiTokenList},
+        past=True,
+    ),
+    Route(
+        "POST",
+        "/api/admin/api-tokens",
+        create_api_token,
+        auth.ADMIN,
+        body=CreateApiToken,
+        ok={201: ApiToken},
+    ),
     Route("DELETE", "/api/admin/api-tokens/{id}", delete_api_token, auth.ADMIN),
 ]

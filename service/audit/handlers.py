@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Annotated, Final
+
+import msgspec
 
 from service import auth, eventstore
 from service.appkeys import POOL
 from service.audit import queries, states
 from service.audit.diff import entity_of_stream
-from service.audit.instants import day_or_time
+from service.audit.instants import AS_INSTANT, day_or_time
 from service.audit.responses import (
     AuditDiff,
     EventList,
@@ -23,7 +25,7 @@ from service.audit.responses import (
 from service.connections import sharing, snapshot_of
 from service.errors import ValidationError
 from service.eventstore import LogFilter
-from service.http import Route, int_param, json_response, principal, query_param
+from service.http import MAX_DIGITS, Param, Route, int_param, json_response, principal, query_param
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -218,9 +220,66 @@ async def audit_diff(request: web.Request) -> web.Response:
     return json_response(body)
 
 
+Count = Annotated[int, msgspec.Meta(ge=0, le=10**MAX_DIGITS - 1)]
+Positive = Annotated[int, msgspec.Meta(ge=1, le=10**MAX_DIGITS - 1)]
+Position = Annotated[int, msgspec.Meta(ge=0, le=10**POSITION_DIGITS - 1)]
+Filter = Annotated[str, msgspec.Meta(pattern=_FILTER.pattern)]
+PROJECT: Final = Param("project", str, "Only the events of this project")
+
+
+def _filter_param(name: str, what: str) -> Param:
+    return Param(name, Filter, f"{what}: `IS:<value>` or `IS_ANY_OF:<value>,<value>,...`")
+
+
+SEARCH_PARAMS: Final = (
+    _filter_param("type", "Event types"),
+    _filter_param("project", "Projects"),
+    _filter_param("feature", "Flags"),
+    _filter_param("createdBy", "Authors, by user id"),
+    Param("from", str, "Events from this day on: `IS:yyyy-MM-dd` or `IS:<RFC 3339 time>`"),
+    Param("to", str, "Events until this day (included): `IS:yyyy-MM-dd` or `IS:<RFC 3339 time>`"),
+    Param("limit", Positive, f"At most this many (default {SEARCH_LIMIT}, at most {MAX_LIMIT})"),
+    Param("offset", Count, "Skip this many (default 0)"),
+    Param("before", Position, "Only events before this log position (a cursor, newest first)"),
+    Param("after", Position, "Only events after this log position (a cursor, oldest first)"),
+)
+DIFF_PARAMS: Final = (
+    Param("from", str, f"The first state: {AS_INSTANT}", required=True),
+    Param("to", str, f"The second state (default: now): {AS_INSTANT}"),
+    Param("stream", str, "Only this entity: `feature/<name>`, `project/<id>`, `user/<id>`..."),
+    Param("project", str, "Only this project and its flags"),
+)
+
 ROUTES = [
-    Route("GET", "/api/admin/events", list_events, auth.ADMIN),
-    Route("GET", "/api/admin/events/{featureName}", feature_events, auth.READ),
-    Route("GET", "/api/admin/search/events", search_events, auth.READ),
-    Route("GET", "/api/admin/audit/diff", audit_diff, auth.ADMIN),
+    Route(
+        "GET",
+        "/api/admin/events",
+        list_events,
+        auth.ADMIN,
+        ok={200: EventList},
+        query=(PROJECT,),
+    ),
+    Route(
+        "GET",
+        "/api/admin/events/{featureName}",
+        feature_events,
+        auth.READ,
+        ok={200: FeatureEventList},
+    ),
+    Route(
+        "GET",
+        "/api/admin/search/events",
+        search_events,
+        auth.READ,
+        ok={200: EventSearchResult},
+        query=SEARCH_PARAMS,
+    ),
+    Route(
+        "GET",
+        "/api/admin/audit/diff",
+        audit_diff,
+        auth.ADMIN,
+        ok={200: AuditDiff},
+        query=DIFF_PARAMS,
+    ),
 ]

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 from service import auth, store
 from service.audit.past import reading
-from service.http import Route, actor, empty, json_response, read_json, transaction
+from service.errors import Conflict, NameExists, ValidationError
+from service.http import Link, Route, actor, empty, json_response, read_json, transaction
 from service.names import validate_name
 from service.projects import domain, queries
 from service.projects.commands import CreateEnvironment, CreateProject, EnableEnvironment
@@ -108,23 +109,62 @@ async def disable_environment(request: web.Request) -> web.Response:
 
 
 ROUTES = [
-    Route("GET", "/api/admin/projects", list_projects, auth.READ, past=True),
-    Route("POST", "/api/admin/projects", create_project, auth.CREATE_PROJECT, body=True),
-    Route("GET", "/api/admin/projects/{projectId}", get_project, auth.READ, past=True),
-    Route("DELETE", "/api/admin/projects/{projectId}", archive_project, auth.DELETE_PROJECT),
-    Route("GET", "/api/admin/environments", list_environments, auth.READ, past=True),
-    Route("POST", "/api/admin/environments", create_environment, auth.ADMIN, body=True),
+    Route("GET", "/api/admin/projects", list_projects, auth.READ, ok={200: ProjectList}, past=True),
+    Route(
+        "POST",
+        "/api/admin/projects",
+        create_project,
+        auth.CREATE_PROJECT,
+        body=CreateProject,
+        ok={201: ProjectDetail},
+        errors=(NameExists,),
+        links={"project": Link(get_project, {"projectId": "$response.body#/id"})},
+    ),
+    Route(
+        "GET",
+        "/api/admin/projects/{projectId}",
+        get_project,
+        auth.READ,
+        ok={200: ProjectDetail},
+        past=True,
+    ),
+    Route(
+        "DELETE",
+        "/api/admin/projects/{projectId}",
+        archive_project,
+        auth.DELETE_PROJECT,
+        errors=(Conflict,),
+    ),
+    Route(
+        "GET",
+        "/api/admin/environments",
+        list_environments,
+        auth.READ,
+        ok={200: EnvironmentList},
+        past=True,
+    ),
+    Route(
+        "POST",
+        "/api/admin/environments",
+        create_environment,
+        auth.ADMIN,
+        body=CreateEnvironment,
+        ok={201: Environment},
+        errors=(NameExists,),
+    ),
     Route(
         "POST",
         "/api/admin/projects/{projectId}/environments",
         enable_environment,
         auth.UPDATE_PROJECT,
-        body=True,
+        body=EnableEnvironment,
+        errors=(NameExists,),
     ),
     Route(
         "DELETE",
         "/api/admin/projects/{projectId}/environments/{environment}",
         disable_environment,
         auth.UPDATE_PROJECT,
+        errors=(ValidationError,),
     ),
 ]

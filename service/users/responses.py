@@ -126,9 +126,18 @@ class Permission(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Me(msgspec.Struct, frozen=True, kw_only=True):
-    """GET /api/admin/user: the caller, in Unleash's shape."""
+    """GET /api/admin/user: the caller, in Unleash's shape (a person or service account)."""
 
-    user: User | ApiUser
+    user: User
+    permissions: list[Permission]
+    feedback: list[str]
+    splash: dict[str, str]
+
+
+class ApiMe(msgspec.Struct, frozen=True, kw_only=True):
+    """GET /api/admin/user called with an API token."""
+
+    user: ApiUser
     permissions: list[Permission]
     feedback: list[str]
     splash: dict[str, str]

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from service import auth, store
+from service.errors import NameExists
 from service.features import domain, queries
 from service.features.commands import CloneFeature
 from service.features.responses import Feature
@@ -48,6 +49,8 @@ ROUTES = [
         "/api/admin/projects/{projectId}/features/{featureName}/clone",
         clone_feature,
         auth.CREATE_FEATURE,
-        body=True,
+        body=CloneFeature,
+        ok={200: Feature},
+        errors=(NameExists,),
     ),
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from service import auth, store
+from service.errors import Conflict
 from service.features import domain, queries
 from service.features.commands import DependencyBody
 from service.http import Route, actor, empty, read_json, transaction
@@ -46,7 +47,9 @@ async def remove_all_dependencies(request: web.Request) -> web.Response:
 
 
 ROUTES = [
-    Route("POST", BASE, add_dependency, auth.UPDATE_FEATURE, body=True),
+    Route(
+        "POST", BASE, add_dependency, auth.UPDATE_FEATURE, body=DependencyBody, errors=(Conflict,)
+    ),
     Route("DELETE", BASE, remove_all_dependencies, auth.UPDATE_FEATURE),
     Route("DELETE", BASE + "/{parent}", remove_dependency, auth.UPDATE_FEATURE),
 ]

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 
 from service import auth, store
 from service.audit.past import reading
-from service.errors import NotFound
+from service.errors import InvalidOperation, NameExists, NotFound
 from service.features import domain, queries
 from service.features.commands import CreateFeature, MarkStale, ReviveFeatures
 from service.features.responses import Feature, FeatureList
-from service.http import Route, actor, empty, json_response, read_json, transaction
+from service.http import Link, Route, actor, empty, json_response, read_json, transaction
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -110,14 +110,30 @@ ROUTES = [
         "/api/admin/projects/{projectId}/features",
         create_feature,
         auth.CREATE_FEATURE,
-        body=True,
+        body=CreateFeature,
+        ok={200: Feature},
+        errors=(NameExists,),
+        links={
+            "feature": Link(
+                get_feature,
+                {"projectId": "$response.body#/project", "featureName": "$response.body#/name"},
+            )
+        },
     ),
-    Route("GET", "/api/admin/projects/{projectId}/features", list_features, auth.READ, past=True),
+    Route(
+        "GET",
+        "/api/admin/projects/{projectId}/features",
+        list_features,
+        auth.READ,
+        ok={200: FeatureList},
+        past=True,
+    ),
     Route(
         "GET",
         "/api/admin/projects/{projectId}/features/{featureName}",
         get_feature,
         auth.READ,
+        ok={200: Feature},
         past=True,
     ),
     Route(
@@ -125,15 +141,22 @@ ROUTES = [
         "/api/admin/projects/{projectId}/features/{featureName}",
         archive_feature,
         auth.DELETE_FEATURE,
+        ok={202: None},
     ),
     Route(
         "POST",
         "/api/admin/projects/{projectId}/revive",
         revive_features,
         auth.UPDATE_FEATURE,
-        body=True,
+        body=ReviveFeatures,
     ),
     Route(
-        "POST", "/api/admin/projects/{projectId}/stale", mark_stale, auth.UPDATE_FEATURE, body=True
+        "POST",
+        "/api/admin/projects/{projectId}/stale",
+        mark_stale,
+        auth.UPDATE_FEATURE,
+        body=MarkStale,
+        ok={202: None},
+        errors=(InvalidOperation,),
     ),
 ]

@@ -7,10 +7,11 @@ from typing import TYPE_CHECKING
 
 from service import auth, store
 from service.audit.past import reading
+from service.errors import Conflict, NameExists
 from service.features import domain, queries
 from service.features.commands import SegmentBody
 from service.features.responses import Segment, SegmentList
-from service.http import Route, actor, empty, json_response, read_json, transaction
+from service.http import Link, Route, actor, empty, json_response, read_json, transaction
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -84,9 +85,33 @@ async def delete_segment(request: web.Request) -> web.Response:
 
 
 ROUTES = [
-    Route("GET", "/api/admin/segments", list_segments, auth.READ, past=True),
-    Route("POST", "/api/admin/segments", create_segment, auth.CREATE_SEGMENT, body=True),
-    Route("GET", "/api/admin/segments/{id}", get_segment, auth.READ, past=True),
-    Route("PUT", "/api/admin/segments/{id}", update_segment, auth.UPDATE_SEGMENT, body=True),
-    Route("DELETE", "/api/admin/segments/{id}", delete_segment, auth.DELETE_SEGMENT),
+    Route("GET", "/api/admin/segments", list_segments, auth.READ, ok={200: SegmentList}, past=True),
+    Route(
+        "POST",
+        "/api/admin/segments",
+        create_segment,
+        auth.CREATE_SEGMENT,
+        body=SegmentBody,
+        ok={201: Segment},
+        errors=(NameExists,),
+        links={"segment": Link(get_segment, {"id": "$response.body#/id"})},
+    ),
+    Route("GET", "/api/admin/segments/{id}", get_segment, auth.READ, ok={200: Segment}, past=True),
+    Route(
+        "PUT",
+        "/api/admin/segments/{id}",
+        update_segment,
+        auth.UPDATE_SEGMENT,
+        body=SegmentBody,
+        ok={204: None},
+        errors=(NameExists,),
+    ),
+    Route(
+        "DELETE",
+        "/api/admin/segments/{id}",
+        delete_segment,
+        auth.DELETE_SEGMENT,
+        ok={204: None},
+        errors=(Conflict,),
+    ),
 ]

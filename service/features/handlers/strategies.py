@@ -127,13 +127,34 @@ async def set_variants(request: web.Request) -> web.Response:
 
 
 ROUTES = [
-    Route("GET", f"{BASE}/strategies", list_strategies, auth.READ, past=True),
-    Route("POST", f"{BASE}/strategies", add_strategy, auth.UPDATE_FEATURE, body=True),
     Route(
-        "PUT", f"{BASE}/strategies/{{strategyId}}", update_strategy, auth.UPDATE_FEATURE, body=True
+        "GET", f"{BASE}/strategies", list_strategies, auth.READ, ok={200: list[Strategy]}, past=True
+    ),
+    Route(
+        "POST",
+        f"{BASE}/strategies",
+        add_strategy,
+        auth.UPDATE_FEATURE,
+        body=StrategyBody,
+        ok={200: Strategy},
+    ),
+    Route(
+        "PUT",
+        f"{BASE}/strategies/{{strategyId}}",
+        update_strategy,
+        auth.UPDATE_FEATURE,
+        body=StrategyBody,
+        ok={200: Strategy},
     ),
     Route("DELETE", f"{BASE}/strategies/{{strategyId}}", remove_strategy, auth.UPDATE_FEATURE),
     Route("POST", f"{BASE}/on", switch_on, auth.UPDATE_FEATURE),
     Route("POST", f"{BASE}/off", switch_off, auth.UPDATE_FEATURE),
-    Route("PUT", f"{BASE}/variants", set_variants, auth.UPDATE_FEATURE, body=True),
+    Route(
+        "PUT",
+        f"{BASE}/variants",
+        set_variants,
+        auth.UPDATE_FEATURE,
+        body=Variants,
+        ok={200: VariantList},
+    ),
 ]

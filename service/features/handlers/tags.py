@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from service import auth, store
 from service.audit.past import reading
-from service.errors import NotFound
+from service.errors import Conflict, NotFound
 from service.features import domain, queries
 from service.features.commands import TagBody
 from service.features.responses import Tag, TagList
@@ -60,7 +60,15 @@ async def remove_tag(request: web.Request) -> web.Response:
 
 
 ROUTES = [
-    Route("GET", BASE, list_tags, auth.READ, past=True),
-    Route("POST", BASE, add_tag, auth.UPDATE_FEATURE, body=True),
+    Route("GET", BASE, list_tags, auth.READ, ok={200: TagList}, past=True),
+    Route(
+        "POST",
+        BASE,
+        add_tag,
+        auth.UPDATE_FEATURE,
+        body=TagBody,
+        ok={201: Tag},
+        errors=(Conflict,),
+    ),
     Route("DELETE", BASE + "/{type}/{value}", remove_tag, auth.UPDATE_FEATURE),
 ]

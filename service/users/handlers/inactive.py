@@ -72,6 +72,18 @@ async def delete_inactive(request: web.Request) -> web.Response:
 
 
 ROUTES = [
-    Route("GET", "/api/admin/user-admin/inactive", list_inactive, auth.ADMIN),
-    Route("POST", "/api/admin/user-admin/inactive/delete", delete_inactive, auth.ADMIN, body=True),
+    Route(
+        "GET",
+        "/api/admin/user-admin/inactive",
+        list_inactive,
+        auth.ADMIN,
+        ok={200: InactiveUserList},
+    ),
+    Route(
+        "POST",
+        "/api/admin/user-admin/inactive/delete",
+        delete_inactive,
+        auth.ADMIN,
+        body=DeleteUsers,
+    ),
 ]

@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import math
 import re
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Annotated, Final
+
+import msgspec
 
 from service import auth
 from service.audit.past import reading
-from service.http import Route, int_param, json_response, query_param
+from service.http import MAX_DIGITS, Param, Route, int_param, json_response, query_param
 from service.users import queries
 from service.users.responses import User, UserList, root_roles
 
@@ -112,4 +114,26 @@ async def find(conn: Conn, q: str, wanted: int) -> list[int]:
     return ids + [row["id"] for row in found]
 
 
-ROUTES = [Route("GET", "/api/admin/user-admin/search", search_users, auth.READ, past=True)]
+Count = Annotated[int, msgspec.Meta(ge=0, le=10**MAX_DIGITS - 1)]
+Positive = Annotated[int, msgspec.Meta(ge=1, le=10**MAX_DIGITS - 1)]
+Q: Final = Param(
+    "q",
+    str,
+    "Text found in the name, username or e-mail address (trimmed; under 2 characters: nobody)",
+)
+LIMIT: Final = Param(
+    "limit", Positive, f"At most this many users (default {DEFAULT_LIMIT}, at most {MAX_LIMIT})"
+)
+OFFSET: Final = Param("offset", Count, "Skip this many users of the result (default 0)")
+
+ROUTES = [
+    Route(
+        "GET",
+        "/api/admin/user-admin/search",
+        search_users,
+        auth.READ,
+        ok={200: UserList},
+        query=(Q, LIMIT, OFFSET),
+        past=True,
+    )
+]

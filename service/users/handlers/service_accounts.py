@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 from service import auth, store
 from service.audit.past import reading
-from service.http import Route, actor, empty, json_response, read_json, transaction
+from service.errors import NameExists, PatLimit
+from service.http import Link, Route, actor, empty, json_response, read_json, transaction
 from service.users import domain, queries
 from service.users.commands import (
     CreatePersonalAccessToken,
@@ -16,6 +17,7 @@ from service.users.commands import (
 )
 from service.users.handlers import tokens
 from service.users.responses import (
+    PersonalAccessToken,
     PersonalAccessTokenList,
     ServiceAccount,
     ServiceAccountList,
@@ -117,12 +119,51 @@ def _stream(account_id: int) -> tuple[str, str]:
 
 
 ROUTES = [
-    Route("GET", "/api/admin/service-account", list_service_accounts, auth.ADMIN, past=True),
-    Route("POST", "/api/admin/service-account", create_service_account, auth.ADMIN, body=True),
-    Route("PUT", "/api/admin/service-account/{id}", update_service_account, auth.ADMIN, body=True),
+    Route(
+        "GET",
+        "/api/admin/service-account",
+        list_service_accounts,
+        auth.ADMIN,
+        ok={200: ServiceAccountList},
+        past=True,
+    ),
+    Route(
+        "POST",
+        "/api/admin/service-account",
+        create_service_account,
+        auth.ADMIN,
+        body=CreateServiceAccount,
+        ok={201: ServiceAccount},
+        errors=(NameExists,),
+        links={"tokens": Link(list_tokens, {"id": "$response.body#/id"})},
+    ),
+    Route(
+        "PUT",
+        "/api/admin/service-account/{id}",
+        update_service_account,
+        auth.ADMIN,
+        body=UpdateServiceAccount,
+        ok={200: ServiceAccount},
+        errors=(NameExists,),
+    ),
     Route("DELETE", "/api/admin/service-account/{id}", delete_service_account, auth.ADMIN),
-    Route("GET", "/api/admin/service-account/{id}/token", list_tokens, auth.ADMIN, past=True),
-    Route("POST", "/api/admin/service-account/{id}/token", create_token, auth.ADMIN, body=True),
+    Route(
+        "GET",
+        "/api/admin/service-account/{id}/token",
+        list_tokens,
+        auth.ADMIN,
+        ok={200: PersonalAccessTokenList},
+        past=True,
+    ),
+    Route(
+        "POST",
+        "/api/admin/service-account/{id}/token",
+        create_token,
+        auth.ADMIN,
+        body=CreatePersonalAccessToken,
+        ok={201: PersonalAccessToken},
+        errors=(PatLimit, NameExists),
+    ),
     Route(
         "DELETE",
         "/api/admin/service-account/{id}/token/{tokenId}",

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from service import auth, store
 from service.appkeys import POOL, REQUEST_ID
-from service.errors import PasswordMismatch
+from service.errors import PasswordMismatch, TooManyRequests
 from service.http import Route, empty, json_response, read_json, transaction
 from service.users import domain, queries
 from service.users.commands import SignIn
@@ -93,6 +93,14 @@ async def sign_out(request: web.Request) -> web.Response:
 
 
 ROUTES = [
-    Route("POST", "/auth/simple/login", sign_in, auth.PUBLIC, body=True),
-    Route("POST", "/logout", sign_out, auth.PUBLIC),
+    Route(
+        "POST",
+        "/auth/simple/login",
+        sign_in,
+        auth.PUBLIC,
+        body=SignIn,
+        ok={200: User},
+        errors=(PasswordMismatch, TooManyRequests),
+    ),
+    Route("POST", "/logout", sign_out, auth.PUBLIC, ok={302: None}),
 ]

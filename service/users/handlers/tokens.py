@@ -10,7 +10,7 @@ import msgspec
 
 from service import auth, store
 from service.appkeys import POOL
-from service.errors import NotFound
+from service.errors import NameExists, NotFound, PatLimit
 from service.http import Route, actor, empty, json_response, principal, read_json, transaction
 from service.users import domain, queries
 from service.users.commands import CreatePersonalAccessToken
@@ -93,7 +93,21 @@ def _own_id(request: web.Request) -> int:
 
 
 ROUTES = [
-    Route("GET", "/api/admin/user/tokens", list_own_tokens, auth.OWN_ACCOUNT),
-    Route("POST", "/api/admin/user/tokens", create_own_token, auth.OWN_ACCOUNT, body=True),
+    Route(
+        "GET",
+        "/api/admin/user/tokens",
+        list_own_tokens,
+        auth.OWN_ACCOUNT,
+        ok={200: PersonalAccessTokenList},
+    ),
+    Route(
+        "POST",
+        "/api/admin/user/tokens",
+        create_own_token,
+        auth.OWN_ACCOUNT,
+        body=CreatePersonalAccessToken,
+        ok={201: PersonalAccessToken},
+        errors=(PatLimit, NameExists),
+    ),
     Route("DELETE", "/api/admin/user/tokens/{id}", delete_own_token, auth.OWN_ACCOUNT),
 ]

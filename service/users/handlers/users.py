@@ -8,11 +8,13 @@ from typing import TYPE_CHECKING
 from service import auth, store
 from service.appkeys import POOL, SETTINGS
 from service.audit.past import reading
-from service.http import Route, actor, empty, json_response, principal, read_json, transaction
+from service.errors import NameExists, TooManyRequests, WeakPassword
+from service.http import Link, Route, actor, empty, json_response, principal, read_json, transaction
 from service.privacy import erasure
 from service.users import domain, passwords, queries
 from service.users.commands import ChangePassword, CreateUser, UpdateUser
 from service.users.responses import (
+    ApiMe,
     ApiUser,
     Me,
     Permission,
@@ -118,16 +120,16 @@ async def current_user(request: web.Request) -> web.Response:
         if auth.ADMIN in who.permissions
         else sorted(who.permissions - {auth.READ, auth.OWN_ACCOUNT})
     )
-    user: User | ApiUser = (
-        User.from_row(row, permissions)
+    granted = [Permission(permission=p) for p in permissions]
+    body = (
+        Me(user=User.from_row(row, permissions), permissions=granted, feedback=[], splash={})
         if row is not None
-        else ApiUser(is_api=True, username=who.name, permissions=permissions)
-    )
-    body = Me(
-        user=user,
-        permissions=[Permission(permission=p) for p in permissions],
-        feedback=[],
-        splash={},
+        else ApiMe(
+            user=ApiUser(is_api=True, username=who.name, permissions=permissions),
+            permissions=granted,
+            feedback=[],
+            splash={},
+        )
     )
     response = json_response(body)
     response.headers["Cache-Control"] = "no-store"
@@ -141,18 +143,36 @@ def user_id_or_404(value: str) -> int:
 
 
 ROUTES = [
-    Route("GET", "/api/admin/roles", list_roles, auth.READ),
-    Route("GET", "/api/admin/user", current_user, auth.READ),
-    Route("GET", "/api/admin/user-admin", list_users, auth.ADMIN, past=True),
-    Route("POST", "/api/admin/user-admin", create_user, auth.ADMIN, body=True),
-    Route("GET", "/api/admin/user-admin/{id}", get_user, auth.ADMIN, past=True),
-    Route("PUT", "/api/admin/user-admin/{id}", update_user, auth.ADMIN, body=True),
+    Route("GET", "/api/admin/roles", list_roles, auth.READ, ok={200: RoleList}),
+    Route("GET", "/api/admin/user", current_user, auth.READ, ok={200: (Me, ApiMe)}),
+    Route("GET", "/api/admin/user-admin", list_users, auth.ADMIN, ok={200: UserList}, past=True),
+    Route(
+        "POST",
+        "/api/admin/user-admin",
+        create_user,
+        auth.ADMIN,
+        body=CreateUser,
+        ok={201: User},
+        errors=(WeakPassword, NameExists, TooManyRequests),
+        links={"user": Link(get_user, {"id": "$response.body#/id"})},
+    ),
+    Route("GET", "/api/admin/user-admin/{id}", get_user, auth.ADMIN, ok={200: User}, past=True),
+    Route(
+        "PUT",
+        "/api/admin/user-admin/{id}",
+        update_user,
+        auth.ADMIN,
+        body=UpdateUser,
+        ok={200: User},
+        errors=(NameExists,),
+    ),
     Route("DELETE", "/api/admin/user-admin/{id}", delete_user, auth.ADMIN),
     Route(
         "POST",
         "/api/admin/user-admin/{id}/change-password",
         change_password,
         auth.ADMIN,
-        body=True,
+        body=ChangePassword,
+        errors=(WeakPassword, TooManyRequests),
     ),
 ]

@@ -1,0 +1,144 @@
+"""The API's documentation over HTTP, as Unleash serves it: the OpenAPI document at
+`/docs/openapi.json` (made at start, service/openapi.py) and a page to browse it at
+`/docs/openapi/`: Swagger UI, from the files the `swagger-ui-py` wheel ships. The page loads
+nothing from elsewhere: its Content-Security-Policy allows only this server, and Swagger UI's
+outside validator is off."""
+
+from __future__ import annotations
+
+import importlib.resources
+from pathlib import Path
+from typing import Final
+
+from aiohttp import web
+
+from service import auth, errors
+from service.appkeys import OPENAPI
+from service.http import Content, Route
+
+PAGE_PATH: Final = "/docs/openapi/"
+DOCUMENT_PATH: Final = "/docs/openapi.json"
+
+# Swagger UI's own files, and the script that starts it (ours: no inline script is allowed).
+_ASSETS: Final = {
+    "swagger-ui.css": "text/css",
+    "swagger-ui-bundle.js": "text/javascript",
+    "favicon-32x32.png": "image/png",
+    "favicon-16x16.png": "image/png",
+}
+_START: Final = b"""window.onload = function () {
+  window.ui = SwaggerUIBundle({
+    url: "../openapi.json",
+    dom_id: "#swagger-ui",
+    deepLinking: true,
+    validatorUrl: null,
+    tryItOutEnabled: false,
+    displayOperationId: true,
+    docExpansion: "list",
+  });
+};
+"""
+_PAGE: Final = b"""<!DOCTYPE html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <title>flagstore API</title>
+  <link rel="stylesheet" href="swagger-ui.css">
+  <link rel="icon" type="image/png" href="favicon-32x32.png" sizes="32x32">
+</head>
+<body>
+  <div id="swagger-ui"></div>
+  <script src="swagger-ui-bundle.js"></script>
+  <script src="start.js"></script>
+</body>
+</html>
+"""
+# Only this server: scripts and styles from files (Swagger UI sets some styles inline), images
+# also as data: URLs (its icons), and the document fetched from here.
+_POLICY: Final = (
+    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; "
+    "form-action 'none'; frame-ancestors 'none'"
+)
+_HEADERS: Final = {
+    "Content-Security-Policy": _POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Cache-Control": "no-cache",
+}
+
+
+def assets() -> Path:
+    """Where Swagger UI's files are (the swagger-ui-py wheel's static folder)."""
+    return Path(str(importlib.resources.files("swagger_ui") / "static"))  # wheels install unzipped
+
+
+async def openapi_document(request: web.Request) -> web.Response:
+    """The OpenAPI 3.1 document of this service.
+
+    Made from the route table and the request and response schemas when the service
+    started; every operation says the permission it needs as `x-permission`."""
+    return web.Response(
+        body=request.app[OPENAPI],
+        content_type="application/json",
+        headers={"Cache-Control": "no-cache"},
+    )
+
+
+async def openapi_page(_request: web.Request) -> web.Response:
+    """A page to browse the OpenAPI document (Swagger UI)."""
+    return web.Response(body=_PAGE, content_type="text/html", charset="utf-8", headers=_HEADERS)
+
+
+async def openapi_redirect(_request: web.Request) -> web.Response:
+    """The page's address without its closing slash: a redirect to it."""
+    return web.Response(status=302, headers={"Location": PAGE_PATH})
+
+
+async def openapi_asset(request: web.Request) -> web.StreamResponse:
+    """A file of the page: Swagger UI's script, style sheet and icons, and its start script."""
+    name = request.match_info["asset"]
+    if name == "start.js":
+        return web.Response(body=_START, content_type="text/javascript", headers=_HEADERS)
+    media_type = _ASSETS.get(name)
+    if media_type is None:
+        raise errors.NotFound("Could not find the requested resource")
+    return web.FileResponse(
+        assets() / name,
+        headers={
+            "Content-Type": media_type,
+            "Cache-Control": "public, max-age=86400",
+            "X-Content-Type-Options": "nosniff",
+        },
+    )
+
+
+ROUTES: Final = [
+    Route(
+        "GET",
+        DOCUMENT_PATH,
+        openapi_document,
+        auth.PUBLIC,
+        ok={200: Content(("application/json",), "The OpenAPI 3.1 document")},
+    ),
+    Route(
+        "GET",
+        PAGE_PATH,
+        openapi_page,
+        auth.PUBLIC,
+        ok={200: Content(("text/html",), "The page (Swagger UI)")},
+    ),
+    Route("GET", PAGE_PATH.rstrip("/"), openapi_redirect, auth.PUBLIC, ok={302: None}),
+    Route(
+        "GET",
+        PAGE_PATH + "{asset}",
+        openapi_asset,
+        auth.PUBLIC,
+        ok={
+            200: Content(
+                (*dict.fromkeys(_ASSETS.values()),),
+                "A file of the page: swagger-ui-bundle.js, swagger-ui.css, start.js, "
+                "favicon-16x16.png, favicon-32x32.png",
+            )
+        },
+    ),
+]

@@ -1,0 +1,213 @@
+"""The OpenAPI document (GET /docs/openapi.json) and its page (GET /docs/openapi/).
+
+Every answer the rest of the suite gets is also checked against the document
+(tests/conformance.py); the page in a real browser is tests/browser/test_page.py."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import pytest
+from openapi_spec_validator import validate
+
+from service import auth, openapi
+from service.app import ROUTES, VERSION, create_app
+from service.appkeys import ROUTE_TABLE
+from service.docs import assets
+from service.http import Param, Route, json_response, query_param, read_json
+from tests.conftest import ADMIN
+
+if TYPE_CHECKING:
+    from aiohttp import web
+    from aiohttp.test_utils import TestClient
+
+    from service.settings import Settings
+
+    Client = TestClient[Any, Any]
+
+DOCUMENT = "/docs/openapi.json"
+PAGE = "/docs/openapi/"
+
+
+async def served(client: Client) -> dict[str, Any]:
+    response = await client.get(DOCUMENT)
+    assert response.status == 200
+    assert response.content_type == "application/json"
+    return msgspec.json.decode(await response.read())  # type: ignore[no-any-return]
+
+
+async def test_the_document_is_valid_openapi_3_1(client: Client) -> None:
+    document = await served(client)
+    assert document["openapi"] == "3.1.0"
+    assert document["info"]["version"] == VERSION
+    validate(document)  # openapi-spec-validator: the 3.1 schema, refs, unique operation ids
+
+
+async def test_every_route_has_an_operation_and_every_operation_a_route(
+    client: Client, app: web.Application
+) -> None:
+    document = await served(client)
+    operations = {
+        (method.upper(), path) for path, methods in document["paths"].items() for method in methods
+    }
+    routes = {
+        (route.method, route.resource.canonical)
+        for route in app.router.routes()
+        if route.resource is not None
+    }
+    assert routes == operations
+    assert len(operations) == len(ROUTES)
+
+
+async def test_each_operation_says_who_may_call_it(client: Client) -> None:
+    document = await served(client)
+    schemes = document["components"]["securitySchemes"]
+    assert schemes["apiKey"] == {
+        "type": "apiKey",
+        "in": "header",
+        "name": "Authorization",
+        "description": schemes["apiKey"]["description"],
+    }
+    assert schemes["session"]["in"] == "cookie"
+    assert schemes["session"]["name"] == auth.SESSION_COOKIE
+    for route in ROUTES:
+        operation = document["paths"][route.path][route.method.lower()]
+        assert operation["x-permission"] == route.permission
+        assert route.permission in operation["description"] or route.permission in (
+            auth.PUBLIC,
+            auth.OWN_ACCOUNT,
+        )
+        if route.permission == auth.PUBLIC:
+            assert operation["security"] == []
+            assert "AuthenticationRequired" not in str(operation["responses"])
+        else:
+            assert operation["security"] == [{"apiKey": []}, {"session": []}]
+            assert {"401", "403"} <= set(operation["responses"])
+
+
+async def test_each_operation_documents_what_it_reads_and_answers(client: Client) -> None:
+    document = await served(client)
+    error_ref = {"$ref": "#/components/schemas/Error"}
+    for route in ROUTES:
+        operation = document["paths"][route.path][route.method.lower()]
+        path_names = re.findall(r"{(\w+)}", route.path)
+        parameters = {(p["in"], p["name"]) for p in operation.get("parameters", [])}
+        assert parameters == {("path", n) for n in path_names} | {
+            ("query", p.name) for p in route.query
+        } | ({("query", "at")} if route.past else set())
+        assert ("requestBody" in operation) == (route.body is not None)
+        statuses = {int(s) for s in operation["responses"]}
+        assert set(route.ok) <= statuses
+        assert 503 in statuses  # the database can always be down
+        for kind in openapi.error_kinds(route):
+            answer = operation["responses"][str(kind.status)]
+            assert answer["content"]["application/json"]["schema"] == error_ref
+            assert kind.name in answer["description"]
+        if route.body is not None:
+            assert {400, 413, 415} <= statuses
+
+
+async def test_the_error_schema_is_id_name_message(client: Client) -> None:
+    schema = (await served(client))["components"]["schemas"]["Error"]
+    assert schema["required"] == ["id", "name", "message"]
+    assert set(schema["properties"]) == {"id", "name", "message"}
+
+
+async def test_request_limits_come_from_the_command_structs(client: Client) -> None:
+    """Not written by hand: the document says what msgspec enforces."""
+    schemas = (await served(client))["components"]["schemas"]
+    name = schemas["CreateFeature"]["properties"]["name"]
+    assert name["type"] == "string"
+    assert schemas["CreateFeature"]["required"] == ["name"]
+    variants = schemas["SegmentBody"]["properties"]
+    assert "constraints" in variants
+    # Two Structs named alike (a request's and an answer's) keep apart.
+    assert {"Variant", "VariantRequest", "Tag", "AuditTag"} <= set(schemas)
+
+
+async def test_create_routes_link_to_the_route_that_reads_what_they_made(client: Client) -> None:
+    paths = (await served(client))["paths"]
+    links = paths["/api/admin/user-admin"]["post"]["responses"]["201"]["links"]
+    assert links == {"user": {"operationId": "getUser", "parameters": {"id": "$response.body#/id"}}}
+    ids = {op["operationId"] for methods in paths.values() for op in methods.values()}
+    for methods in paths.values():
+        for operation in methods.values():
+            for answer in operation["responses"].values():
+                for link in answer.get("links", {}).values():
+                    assert link["operationId"] in ids
+
+
+async def test_a_handler_that_reads_what_its_route_does_not_declare_fails(
+    settings: Settings, dsn: str, aiohttp_client: Any
+) -> None:
+    """The document cannot drift from the code: an undeclared query parameter or body is an
+    error in every test that reaches the handler."""
+
+    async def reads_q(request: web.Request) -> web.Response:
+        return json_response({"q": query_param(request, "q")})
+
+    async def reads_a_body(request: web.Request) -> web.Response:
+        await read_json(request, dict)
+        return json_response({})
+
+    app = create_app(settings, dsn)
+    for route in (
+        Route("GET", "/declared", reads_q, auth.PUBLIC, query=(Param("q", str, "q"),)),
+        Route("GET", "/undeclared", reads_q, auth.PUBLIC),
+        Route("POST", "/body", reads_a_body, auth.PUBLIC, body=list),
+    ):
+        app[ROUTE_TABLE][app.router.add_route(route.method, route.path, route.handler)] = route
+    client = await aiohttp_client(app)
+    assert (await client.get("/declared?q=x")).status == 200
+    response = await client.get("/undeclared?q=x")
+    assert response.status == 500
+    response = await client.post("/body", json={})
+    assert response.status == 500
+    assert (await response.json())["name"] == "InternalError"
+
+
+async def test_the_page_is_swagger_ui_from_the_wheel_and_nothing_from_elsewhere(
+    client: Client,
+) -> None:
+    response = await client.get(PAGE)
+    assert response.status == 200
+    assert response.content_type == "text/html"
+    policy = response.headers["Content-Security-Policy"]
+    assert "default-src 'none'" in policy
+    assert "script-src 'self';" in policy
+    assert "connect-src 'self'" in policy
+    html = await response.text()
+    sources = re.findall(r'(?:src|href)="([^"]+)"', html)
+    assert sources
+    assert all("//" not in s and not s.startswith("/") for s in sources)  # all relative, here
+    for source in sources:
+        asset = await client.get(PAGE + source)
+        assert asset.status == 200, source
+        assert await asset.read()
+    bundle = await client.get(PAGE + "swagger-ui-bundle.js")
+    assert await bundle.read() == (assets() / "swagger-ui-bundle.js").read_bytes()
+    start = await (await client.get(PAGE + "start.js")).text()
+    assert "validatorUrl: null" in start  # Swagger UI would otherwise ask validator.swagger.io
+    assert 'url: "../openapi.json"' in start
+
+
+@pytest.mark.parametrize("name", ["index.html", "..%2Fapp.py", "swagger-editor.js", "x"])
+async def test_only_the_page_files_are_served(client: Client, name: str) -> None:
+    response = await client.get(PAGE + name)
+    assert response.status == 404
+    body = await response.json()
+    assert set(body) == {"id", "name", "message"}
+
+
+async def test_the_page_address_without_its_slash_redirects(client: Client) -> None:
+    response = await client.get(PAGE.rstrip("/"), allow_redirects=False)
+    assert response.status == 302
+    assert response.headers["Location"] == PAGE
+
+
+async def test_the_document_and_page_need_no_token(client: Client) -> None:
+    assert (await client.get(DOCUMENT)).status == 200
+    assert (await client.get(DOCUMENT, headers=ADMIN)).status == 200
+    assert (await client.get(PAGE)).status == 200
