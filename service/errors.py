@@ -21,46 +21,64 @@ class AppError(Exception):
 
 
 class ValidationError(AppError):
+    """The request is not valid; the message names the field (`- at $.name`)."""
+
     status = 400
     name = "ValidationError"
 
 
 class AuthenticationRequired(AppError):
+    """No valid API token, personal access token or session came with the request."""
+
     status = 401
     name = "AuthenticationRequired"
 
 
 class NoAccess(AppError):
+    """The caller lacks the permission this operation needs."""
+
     status = 403
     name = "NoAccessError"
 
 
 class NotFound(AppError):
+    """What the path (or the body) names does not exist."""
+
     status = 404
     name = "NotFoundError"
 
 
 class MethodNotAllowed(AppError):
+    """The path exists, not with this method (the Allow header lists those it has)."""
+
     status = 405
     name = "MethodNotAllowedError"
 
 
 class NameExists(AppError):
+    """The name (or id) is taken."""
+
     status = 409
     name = "NameExistsError"
 
 
 class Conflict(AppError):
+    """The request conflicts with the current state (the message says how)."""
+
     status = 409
     name = "ConflictError"
 
 
 class PayloadTooLarge(AppError):
+    """The body is over 1 MiB, before or after decompression."""
+
     status = 413
     name = "PayloadTooLargeError"
 
 
 class ContentTypeError(AppError):
+    """The body is not sent as application/json."""
+
     status = 415
     name = "ContentTypeerror"  # this spelling is the contract (spec.md)
 

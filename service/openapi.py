@@ -83,6 +83,10 @@ PAST_PARAMETER: Final = Param(
 )
 
 
+# What every new install has (service/bootstrap.py): the examples of path parameters that name it.
+PATH_EXAMPLES: Final = {"projectId": "default", "environment": "development"}
+
+
 def operation_id(handler: Handler) -> str:
     """The handler's name in camelCase (`create_feature` -> `createFeature`)."""
     first, *rest = handler.__name__.split("_")
@@ -185,10 +189,12 @@ def _operation(route: Route, schema_of: dict[Any, Any]) -> dict[str, Any]:
         "responses": _responses(route, schema_of),
     }
     if route.body is not None:
-        operation["requestBody"] = {
-            "required": True,
-            "content": {"application/json": {"schema": schema_of[route.body]}},
-        }
+        content: dict[str, Any] = {"schema": schema_of[route.body]}
+        example = getattr(route.body, "example", None)
+        if example is not None:
+            msgspec.convert(example, route.body)  # a valid request, or the service does not start
+            content["example"] = example
+        operation["requestBody"] = {"required": True, "content": {"application/json": content}}
     if not operation["parameters"]:
         del operation["parameters"]
     return operation
@@ -208,6 +214,7 @@ def _description(route: Route, details: str) -> str:
 def _parameters(route: Route, schema_of: dict[Any, Any]) -> list[dict[str, Any]]:
     found = [
         {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+        | ({"example": PATH_EXAMPLES[name]} if name in PATH_EXAMPLES else {})
         for name in _PATH_PARAMETER.findall(route.path)
     ]
     found += [

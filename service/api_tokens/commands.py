@@ -1,9 +1,12 @@
-"""Request bodies of the api-token routes."""
+"""Request bodies of the api-token routes.
+
+Each Struct's `example` is the request body the OpenAPI document shows (service/openapi.py).
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 import msgspec
 
@@ -13,6 +16,12 @@ AwareDatetime = Annotated[datetime, msgspec.Meta(tz=True)]
 
 
 class CreateApiToken(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    example: ClassVar[dict[str, object]] = {
+        "tokenName": "web-backend",
+        "type": "client",
+        "environment": "development",
+        "projects": ["default"],
+    }
     token_name: TokenName | None = None
     username: TokenName | None = None  # Unleash's older name for tokenName, still accepted
     type: Annotated[str, msgspec.Meta(min_length=1, max_length=20)]

@@ -1,9 +1,12 @@
 """Request bodies of the flag, strategy, tag, dependency, clone and segment routes, with the
-API's limits. Unknown fields are ignored, never honoured."""
+API's limits. Unknown fields are ignored, never honoured.
+
+Each Struct's `example` is the request body the OpenAPI document shows (service/openapi.py).
+"""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 import msgspec
 
@@ -12,6 +15,12 @@ Description = Annotated[str, msgspec.Meta(max_length=10_000)]
 
 
 class CreateFeature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    example: ClassVar[dict[str, object]] = {
+        "name": "new-checkout",
+        "type": "release",
+        "description": "The new checkout page",
+        "impressionData": False,
+    }
     name: str
     type: FeatureType = "release"
     description: Description | None = None
@@ -22,11 +31,17 @@ FeatureNames = Annotated[list[str], msgspec.Meta(min_length=1, max_length=1000)]
 
 
 class ReviveFeatures(msgspec.Struct, frozen=True, kw_only=True):
+    example: ClassVar[dict[str, object]] = {"features": ["old-checkout"]}
     features: FeatureNames
 
 
 class MarkStale(msgspec.Struct, frozen=True, kw_only=True):
     """Unleash's batchStaleSchema: the flags, and whether they are stale from now on."""
+
+    example: ClassVar[dict[str, object]] = {
+        "features": ["new-checkout"],
+        "stale": True,
+    }
 
     features: Annotated[list[str], msgspec.Meta(max_length=1000)]
     stale: bool
@@ -95,6 +110,12 @@ class Variant(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 class StrategyBody(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     """POST and PUT of a strategy: PUT replaces the whole strategy, as in Unleash."""
 
+    example: ClassVar[dict[str, object]] = {
+        "name": "flexibleRollout",
+        "parameters": {"rollout": "50", "stickiness": "default", "groupId": "new-checkout"},
+        "constraints": [{"contextName": "userId", "operator": "IN", "values": ["1", "2"]}],
+    }
+
     name: Short
     title: Annotated[str, msgspec.Meta(max_length=1000)] | None = None
     disabled: bool | None = False
@@ -109,23 +130,41 @@ Variants = Annotated[list[Variant], msgspec.Meta(max_length=100)]
 
 
 class TagBody(msgspec.Struct, frozen=True, kw_only=True):
+    example: ClassVar[dict[str, object]] = {
+        "type": "simple",
+        "value": "team-checkout",
+    }
     type: Short = "simple"
     value: str
 
 
 class DependencyBody(msgspec.Struct, frozen=True, kw_only=True):
+    example: ClassVar[dict[str, object]] = {
+        "feature": "payments-v2",
+        "enabled": True,
+    }
     feature: Short
     enabled: bool = True
     variants: Annotated[list[Short], msgspec.Meta(max_length=100)] = []
 
 
 class CloneFeature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    example: ClassVar[dict[str, object]] = {
+        "name": "new-checkout-copy",
+        "replaceGroupId": True,
+    }
     name: str
     replace_group_id: bool = True
 
 
 class SegmentBody(msgspec.Struct, frozen=True, kw_only=True):
     """POST and PUT of a segment: PUT replaces the whole segment."""
+
+    example: ClassVar[dict[str, object]] = {
+        "name": "beta-users",
+        "description": "Who tries what is new",
+        "constraints": [{"contextName": "userId", "operator": "IN", "values": ["1", "2"]}],
+    }
 
     name: Short
     description: Annotated[str, msgspec.Meta(max_length=1000)] | None = None

@@ -1,8 +1,11 @@
-"""Request bodies of the project and environment routes."""
+"""Request bodies of the project and environment routes.
+
+Each Struct's `example` is the request body the OpenAPI document shows (service/openapi.py).
+"""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 import msgspec
 
@@ -11,6 +14,11 @@ Label = Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
 
 
 class CreateProject(msgspec.Struct, frozen=True, kw_only=True):
+    example: ClassVar[dict[str, object]] = {
+        "id": "checkout",
+        "name": "Checkout",
+        "description": "The checkout team's flags",
+    }
     id: str
     name: Label
     description: Text | None = None
@@ -20,10 +28,16 @@ SortOrder = Annotated[int, msgspec.Meta(ge=-1_000_000, le=1_000_000)]
 
 
 class CreateEnvironment(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    example: ClassVar[dict[str, object]] = {
+        "name": "staging",
+        "type": "test",
+        "sortOrder": 5,
+    }
     name: str
     type: Label
     sort_order: SortOrder | None = None
 
 
 class EnableEnvironment(msgspec.Struct, frozen=True, kw_only=True):
+    example: ClassVar[dict[str, object]] = {"environment": "development"}
     environment: str

@@ -1,9 +1,12 @@
-"""Request bodies of the user, sign-in, service-account and personal-access-token routes."""
+"""Request bodies of the user, sign-in, service-account and personal-access-token routes.
+
+Each Struct's `example` is the request body the OpenAPI document shows (service/openapi.py).
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 import msgspec
 
@@ -14,6 +17,11 @@ RootRoleRef = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)] | Text
 
 
 class CreateUser(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    example: ClassVar[dict[str, object]] = {
+        "email": "ada@example.com",
+        "name": "Ada Lovelace",
+        "rootRole": 2,
+    }
     root_role: RootRoleRef
     email: Text | None = None
     name: Text | None = None
@@ -25,22 +33,34 @@ class CreateUser(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 class UpdateUser(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     """Fields left out, null or blank keep their value."""
 
+    example: ClassVar[dict[str, object]] = {
+        "name": "Ada King",
+        "rootRole": 3,
+    }
+
     name: Text | None = None
     email: Text | None = None
     root_role: RootRoleRef | None = None
 
 
 class ChangePassword(msgspec.Struct, frozen=True, kw_only=True):
+    example: ClassVar[dict[str, object]] = {"password": "Correct-Horse-Battery-9"}
     password: Password
 
 
 class SignIn(msgspec.Struct, frozen=True, kw_only=True):
+    example: ClassVar[dict[str, object]] = {
+        "username": "ada@example.com",
+        "password": "Correct-Horse-Battery-9",
+    }
     username: Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
     password: Password
 
 
 class DeleteUsers(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """idsSchema; unknown fields are refused here (behavior.md section 3)."""
+
+    example: ClassVar[dict[str, object]] = {"ids": [7, 8]}
 
     ids: Annotated[
         list[Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]], msgspec.Meta(max_length=10_000)
@@ -51,17 +71,30 @@ AwareDatetime = Annotated[datetime, msgspec.Meta(tz=True)]
 
 
 class CreatePersonalAccessToken(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    example: ClassVar[dict[str, object]] = {
+        "description": "CI pipeline",
+        "expiresAt": "2030-01-01T00:00:00Z",
+    }
     description: Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
     expires_at: AwareDatetime
 
 
 class CreateServiceAccount(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    example: ClassVar[dict[str, object]] = {
+        "username": "ci-bot",
+        "name": "CI bot",
+        "rootRole": 2,
+    }
     username: Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
     root_role: RootRoleRef
     name: Text | None = None
 
 
 class UpdateServiceAccount(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    example: ClassVar[dict[str, object]] = {
+        "name": "CI bot (production)",
+        "rootRole": 3,
+    }
     name: Text | None = None  # left out, null or blank: kept
     root_role: RootRoleRef | None = None
 

@@ -119,7 +119,8 @@ async def _json(resp: aiohttp.ClientResponse, status: int) -> Any:
 
 
 async def exercise(session: aiohttp.ClientSession, url: str) -> None:
-    """The probes, a flag create, a clone, a user search and a scrape of the metrics."""
+    """The probes, a flag create, a clone, a user search, the OpenAPI document and page, and a
+    scrape of the metrics."""
     async with session.get(f"{url}/health") as resp:
         assert await _json(resp, 200) == {"health": "GOOD"}
     async with session.get(f"{url}/ready") as resp:
@@ -138,6 +139,14 @@ async def exercise(session: aiohttp.ClientSession, url: str) -> None:
     async with session.get(search, params={"q": "lovelace"}) as resp:
         found = await _json(resp, 200)
         assert [u["id"] for u in found["users"]] == [created["id"]]
+
+    # The API's document and its page, with Swagger UI's files from the installed wheel.
+    async with session.get(f"{url}/docs/openapi.json") as resp:
+        assert (await _json(resp, 200))["openapi"] == "3.1.0"
+    for path in ("/docs/openapi/", "/docs/openapi/swagger-ui-bundle.js"):
+        async with session.get(f"{url}{path}") as resp:
+            assert resp.status == 200, path
+            assert len(await resp.read()) > 500, path
 
     async with session.get(f"{url}/internal-backstage/prometheus") as resp:
         assert resp.status == 200
