@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint fmt bench fuzz browser-test clean base-image image image-test deploy-lint deploy-test
+.PHONY: install run test lint fmt bench fuzz fuzz-ci browser-test clean base-image image image-test deploy-lint deploy-test
 
 install: $(STAMP)
 
@@ -37,6 +37,17 @@ fmt: install
 browser-test: install
 	$(BIN)/python -m pip install --quiet -e '.[embedded,dev,browser]'
 	$(BIN)/python -m pytest -p no:cacheprovider -m browser tests/browser
+
+# schemathesis against the service as a real process (tools/fuzz.py), with an admin token and
+# with a Viewer's; exit 1 on any failure. `fuzz-ci` is CI's bounded run (under 1.5 minutes on 2
+# cores), `fuzz` ten times as many examples (each token's run capped at 750 s). FUZZ_SEED picks
+# another seed (the same seed generates the same inputs).
+FUZZ_SEED ?= 20261125
+fuzz: install
+	$(BIN)/python -m tools.fuzz --seed $(FUZZ_SEED) --max-examples 400 --max-time 750
+
+fuzz-ci: install
+	$(BIN)/python -m tools.fuzz --seed $(FUZZ_SEED) --max-examples 40 --max-time 75
 
 # Benchmarks (not part of `make test`). The HTTP ones need wrk: apt-get install wrk.
 # BENCH_REFERENCE=1 also measures the reference server (../shared/reference/setup.sh).
