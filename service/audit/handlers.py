@@ -223,7 +223,8 @@ async def audit_diff(request: web.Request) -> web.Response:
 Count = Annotated[int, msgspec.Meta(ge=0, le=10**MAX_DIGITS - 1)]
 Positive = Annotated[int, msgspec.Meta(ge=1, le=10**MAX_DIGITS - 1)]
 Position = Annotated[int, msgspec.Meta(ge=0, le=10**POSITION_DIGITS - 1)]
-Filter = Annotated[str, msgspec.Meta(pattern=_FILTER.pattern)]
+# An empty filter is no filter (as an empty `limit` is the default): the document admits it.
+Filter = Annotated[str, msgspec.Meta(pattern=r"^$|" + _FILTER.pattern)]
 PROJECT: Final = Param("project", str, "Only the events of this project")
 
 
