@@ -76,6 +76,13 @@ class PayloadTooLarge(AppError):
     name = "PayloadTooLargeError"
 
 
+class HeaderFieldsTooLarge(AppError):
+    """The request line (its path and query) or a header is longer than the parser reads."""
+
+    status = 431
+    name = "RequestHeaderFieldsTooLarge"
+
+
 class ContentTypeError(AppError):
     """The body is not sent as application/json."""
 

@@ -103,12 +103,13 @@ def error_kinds(route: Route) -> list[type[errors.AppError]]:
     """The errors a route can give: those of its kind, then those it declares.
 
     - 400 always: a bad body or query parameter, or `?at=` on a route without past states;
+    - 431 always: a request line (a long query) or a header longer than the parser reads;
     - 408, 413 and 415 when it reads a body;
     - 401 and 403 when it needs a principal (a client or frontend token holds no permission);
     - 404 when its path has parameters (what they name may not exist);
     - 503 always: the database can be unavailable, the service stopping.
     """
-    kinds: list[type[errors.AppError]] = [errors.ValidationError]
+    kinds: list[type[errors.AppError]] = [errors.ValidationError, errors.HeaderFieldsTooLarge]
     if route.permission != auth.PUBLIC:
         kinds += [errors.AuthenticationRequired, errors.NoAccess]
     if _PATH_PARAMETER.search(route.path):

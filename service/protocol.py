@@ -26,6 +26,7 @@ import structlog
 from aiohttp import web
 from aiohttp.http_exceptions import LineTooLong
 
+from service.errors import HeaderFieldsTooLarge
 from service.logs import Throttled
 
 if TYPE_CHECKING:
@@ -195,7 +196,7 @@ class Connection(web.RequestHandler):
         every error has, naming what was wrong but never quoting the request."""
         del message  # aiohttp's message quotes the offending bytes
         if isinstance(exc, LineTooLong):
-            status, name = 431, "RequestHeaderFieldsTooLarge"
+            status, name = HeaderFieldsTooLarge.status, HeaderFieldsTooLarge.name
             text = f"The request line or a header is longer than {self.max_field_size} bytes"
         elif status < 500:
             name = "BadRequest"
