@@ -224,11 +224,19 @@ def _parameters(route: Route, schema_of: dict[Any, Any]) -> list[dict[str, Any]]
             "in": "query",
             "required": param.required,
             "description": param.description,
-            "schema": schema_of[param.schema],
+            "schema": _query_schema(schema_of[param.schema]),
         }
         for param in (*route.query, *((PAST_PARAMETER,) if route.past else ()))
     ]
     return found
+
+
+def _query_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A whole-number query parameter given empty (`?offset=`) is its default (http.int_param,
+    as an absent one): the document admits the empty string beside the number."""
+    if schema.get("type") != "integer":
+        return schema
+    return {"anyOf": [schema, {"type": "string", "maxLength": 0}]}
 
 
 def _responses(route: Route, schema_of: dict[Any, Any]) -> dict[str, Any]:
