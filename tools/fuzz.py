@@ -7,7 +7,7 @@ flags with strategies, variants, tags and a dependency, a segment, users, a serv
 a token, an API token), signs in as a Viewer and makes their personal access token, then runs
 `schemathesis run` on /docs/openapi.json (every phase: examples, coverage, fuzzing, stateful)
 with the Viewer's token, then with the admin token. Every check is on but those listed in
-EXCLUDED_CHECKS (and, for some operations, NARROWER_CHECKS), each with its reason. The
+EXCLUDED_CHECKS (and NARROWER_CHECKS: statuses and operations), each with its reason. The
 service is stopped (SIGTERM) and its directory removed whatever happens; exit 1 when
 schemathesis found a failure or an error.
 
@@ -59,8 +59,15 @@ EXCLUDED_CHECKS = {
     # would flag each of them on every run.
     "positive_data_acceptance",
 }
-# Checks off for some operations only (schemathesis.toml), each with its reason.
+# A request that breaks the schema may also be refused for its size: 413 for a body over 1 MiB,
+# 431 for a request line (a query) over 8190 bytes. negative_data_rejection counts these as
+# accepting it by default; they are refusals, and every operation documents them.
+REJECTIONS = (400, 401, 403, 404, 405, 406, 409, 413, 415, 422, 428, 429, 431, "5xx")
+# Checks configured in schemathesis.toml, each with its reason.
 NARROWER_CHECKS = (
+    "[checks.negative_data_rejection]",
+    f"expected-statuses = {json.dumps([str(status) for status in REJECTIONS])}",
+    "",
     # OPTIONS /api/admin/user-admin/inactive (or /search) is a 405 whose Allow header says
     # DELETE, GET, PUT: the methods of that path and of /api/admin/user-admin/{id}, which the
     # same address also matches (an `id` is any string in the document). The check expects
