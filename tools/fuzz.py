@@ -6,7 +6,8 @@ temporary DATA_DIR), seeds it over HTTP with an admin token (a project with an e
 flags with strategies, variants, tags and a dependency, a segment, users, a service account with
 a token, an API token), signs in as a Viewer and makes their personal access token, then runs
 `schemathesis run` on /docs/openapi.json (every phase: examples, coverage, fuzzing, stateful)
-with the Viewer's token, then with the admin token. Every check is on but those listed in
+with the Viewer's token, then with the admin token. Every operation but the one schemathesis
+reads the document from (GET /docs/openapi.json) is fuzzed: 71 of 72. Every check is on but those listed in
 EXCLUDED_CHECKS (and NARROWER_CHECKS: statuses and operations), each with its reason. The
 service is stopped (SIGTERM) and its directory removed whatever happens; exit 1 when
 schemathesis found a failure or an error.
@@ -47,7 +48,10 @@ START_TIMEOUT = 60.0
 STOP_TIMEOUT = 30.0
 EXPIRES = "2099-01-01T00:00:00Z"
 PASSWORD = "Fuzz-Viewer-Passw0rd!2026"  # a throwaway service's seeded Viewer
-WORKERS = 2  # a 2-core machine: the service and PostgreSQL need the rest
+# One worker: with two, Hypothesis' lambda descriptions (ast.parse in both threads at once) hit
+# CPython 3.11's "SystemError: AST constructor recursion depth mismatch" now and then, a crash
+# of the fuzzer and no finding; one worker fuzzes as many examples in the same time (77 s).
+WORKERS = 1
 
 # Every check schemathesis has is on (its default) except these:
 EXCLUDED_CHECKS = {
