@@ -30,7 +30,7 @@ from service.appkeys import (
 from service.audit import handlers as audit
 from service.errors import NotReady
 from service.features.handlers import clone, dependencies, flags, segments, strategies, tags
-from service.http import BODY_LIMIT, MIDDLEWARES, Content, Route, json_response
+from service.http import BODY_LIMIT, MIDDLEWARES, Content, Route, expect, json_response
 from service.metrics import METRICS, Metrics, prometheus
 from service.privacy import erasure
 from service.projects import handlers as projects
@@ -132,7 +132,8 @@ def create_app(
     failures = app[FAILED_SIGN_INS] = FailedSignIns(metrics.committed)
     app[OPENAPI] = msgspec.json.encode(openapi.document(ROUTES, VERSION))
     for route in ROUTES:
-        app[ROUTE_TABLE][app.router.add_route(route.method, route.path, route.handler)] = route
+        added = app.router.add_route(route.method, route.path, route.handler, expect_handler=expect)
+        app[ROUTE_TABLE][added] = route
 
     async def database(app: web.Application) -> AsyncIterator[None]:
         app[POOL] = await connections.create_pool(

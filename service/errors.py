@@ -99,7 +99,7 @@ class NotReady(AppError):
 
 
 class RequestTimeout(AppError):
-    """The request's body did not arrive in time (a client trickling it, or gone)."""
+    """The request's head or body did not arrive in time (a client trickling it, or gone)."""
 
     status = 408
     name = "RequestTimeout"

@@ -11,11 +11,11 @@ import uuid
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Final, NamedTuple, TypeVar
 
 import msgspec
 import structlog
-from aiohttp import web
+from aiohttp import HttpVersion11, web
 
 from service import auth, connections, errors, store
 from service.appkeys import (
@@ -94,6 +94,7 @@ class Route:
     query: tuple[Param, ...] = ()
     errors: tuple[type[errors.AppError], ...] = ()  # besides those its kind gives (openapi.py)
     links: Mapping[str, Link] = field(default_factory=dict)
+    params: Mapping[str, Any] = field(default_factory=dict)  # path parameter -> type (not str)
     past: bool = False  # True: `?at=` reads the state at a past instant (service/audit/past.py)
 
     def reads(self, name: str) -> bool:
@@ -101,6 +102,8 @@ class Route:
 
 
 PAST: Final = "at"  # the query parameter of routes that read a past state
+# The path parameter `id` of the routes whose ids are numbers (users, accounts, segments, tokens).
+NUMBERED: Final[Mapping[str, Any]] = {"id": Annotated[int, msgspec.Meta(ge=1)]}
 
 
 def json_response(body: Any, status: int = 200) -> web.Response:
@@ -244,6 +247,17 @@ def _decoded(request: web.Request, body: bytes) -> bytes:
     if not inflater.eof or inflater.unused_data:
         raise errors.ValidationError(f"The request body is not one complete {encoding} stream")
     return plain
+
+
+async def expect(request: web.Request) -> None:
+    """`Expect: 100-continue` gets its interim answer, as aiohttp gives it; any other
+    expectation is ignored (RFC 9110 allows it) rather than refused with aiohttp's 417, which
+    comes before the middlewares: plain text, no request id, no log line."""
+    if request.version == HttpVersion11 and (
+        request.headers.get("Expect", "").lower() == "100-continue"
+    ):
+        await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        request.writer.output_size = 0  # the answer proper has not started
 
 
 @web.middleware

@@ -209,7 +209,7 @@ def _retrieve(task: asyncio.Task[dict[str, int]]) -> None:
 
 
 async def prometheus(request: web.Request) -> web.Response:
-    """GET /internal-backstage/prometheus (Unleash's path; no token, as there)."""
+    """The metrics in Prometheus' text format, at Unleash's path and, as there, with no token."""
     body = await request.app[METRICS].exposition(request.app[POOL])
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
 

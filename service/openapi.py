@@ -10,11 +10,12 @@ it creates to the route that reads it.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import msgspec
 
 from service import auth, errors
+from service.audit.instants import INSTANT_PATTERN
 from service.http import PAST, Content, Param, Route
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ TAGS: Final = {
 
 PAST_PARAMETER: Final = Param(
     PAST,
-    str,
+    Annotated[str, msgspec.Meta(pattern=INSTANT_PATTERN)],
     "The answer as it was at this instant of the log: an RFC 3339 time with its offset "
     "(`2026-11-24T14:02:00Z`) or a log position (docs/audit.md).",
 )
@@ -104,18 +105,23 @@ def error_kinds(route: Route) -> list[type[errors.AppError]]:
 
     - 400 always: a bad body or query parameter, or `?at=` on a route without past states;
     - 431 always: a request line (a long query) or a header longer than the parser reads;
-    - 408, 413 and 415 when it reads a body;
+    - 408 always: the request's head (or its body) did not arrive in time;
+    - 413 and 415 when it reads a body;
     - 401 and 403 when it needs a principal (a client or frontend token holds no permission);
     - 404 when its path has parameters (what they name may not exist);
     - 503 always: the database can be unavailable, the service stopping.
     """
-    kinds: list[type[errors.AppError]] = [errors.ValidationError, errors.HeaderFieldsTooLarge]
+    kinds: list[type[errors.AppError]] = [
+        errors.ValidationError,
+        errors.RequestTimeout,
+        errors.HeaderFieldsTooLarge,
+    ]
     if route.permission != auth.PUBLIC:
         kinds += [errors.AuthenticationRequired, errors.NoAccess]
     if _PATH_PARAMETER.search(route.path):
         kinds.append(errors.NotFound)
     if route.body is not None:
-        kinds += [errors.RequestTimeout, errors.PayloadTooLarge, errors.ContentTypeError]
+        kinds += [errors.PayloadTooLarge, errors.ContentTypeError]
     kinds.append(errors.ServiceUnavailable)
     return kinds + [kind for kind in route.errors if kind not in kinds]
 
@@ -124,6 +130,9 @@ def document(routes: Sequence[Route], version: str) -> dict[str, Any]:
     """The whole document: one operation per route, the schemas they refer to."""
     types = sorted({t for route in routes for t in _types(route)}, key=lambda t: (repr(t), id(t)))
     schemas, components = msgspec.json.schema_components(types, ref_template=REF)
+    for component in components.values():  # a docstring's line breaks and indents
+        if "description" in component:
+            component["description"] = " ".join(component["description"].split())
     schema_of = dict(zip(types, schemas, strict=True))
     paths: dict[str, dict[str, Any]] = {}
     for route in routes:
@@ -162,6 +171,7 @@ def _types(route: Route) -> Iterable[Any]:
         yield route.body
     for param in route.query:
         yield param.schema
+    yield from route.params.values()
     for body in route.ok.values():
         if isinstance(body, tuple) and not isinstance(body, Content):
             yield from body  # any of these
@@ -177,13 +187,11 @@ def _openapi_path(path: str) -> str:
 
 def _operation(route: Route, schema_of: dict[Any, Any]) -> dict[str, Any]:
     handler = route.handler
-    first, _, details = (handler.__doc__ or "").strip().partition("\n\n")
-    summary, stop, rest = " ".join(first.split()).partition(". ")
     operation: dict[str, Any] = {
         "operationId": _operation_id(route),
         "tags": [TAGS.get(handler.__module__, handler.__module__)],
-        "summary": summary.rstrip(".") or handler.__name__.replace("_", " ").capitalize(),
-        "description": _description(route, f"{rest}\n\n{details}" if stop else details),
+        "summary": _summary(handler),
+        "description": _description(route, handler.__doc__ or ""),
         "x-permission": route.permission,
         "security": [] if route.permission == auth.PUBLIC else [{"apiKey": []}, {"session": []}],
         "parameters": _parameters(route, schema_of),
@@ -201,6 +209,16 @@ def _operation(route: Route, schema_of: dict[Any, Any]) -> dict[str, Any]:
     return operation
 
 
+def _summary(handler: Handler) -> str:
+    """The handler's name in words (`create_api_token` -> `Create API token`); what it does in
+    more words is its docstring, the description."""
+    words = [_WORDS.get(word, word) for word in handler.__name__.split("_")]
+    return " ".join(words)[0].upper() + " ".join(words)[1:]
+
+
+_WORDS: Final = {"api": "API", "openapi": "OpenAPI"}
+
+
 def _description(route: Route, details: str) -> str:
     if route.permission == auth.PUBLIC:
         who = "Needs no authentication."
@@ -214,7 +232,12 @@ def _description(route: Route, details: str) -> str:
 
 def _parameters(route: Route, schema_of: dict[Any, Any]) -> list[dict[str, Any]]:
     found = [
-        {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+        {
+            "name": name,
+            "in": "path",
+            "required": True,
+            "schema": schema_of[route.params[name]] if name in route.params else {"type": "string"},
+        }
         | ({"example": PATH_EXAMPLES[name]} if name in PATH_EXAMPLES else {})
         for name in _PATH_PARAMETER.findall(route.path)
     ]

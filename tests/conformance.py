@@ -6,6 +6,7 @@ fixture adds the middleware; what it finds fails the test at its end."""
 from __future__ import annotations
 
 import functools
+import gzip
 from typing import TYPE_CHECKING, Any
 
 import jsonschema_rs
@@ -58,6 +59,8 @@ def _check(request: web.Request, response: web.StreamResponse) -> str | None:  #
     if media_type != "application/json":
         return None
     assert isinstance(body, bytes)
+    if response.headers.get("Content-Encoding") == "gzip":
+        body = gzip.decompress(body)
     answer_at = ("paths", path, route.method.lower(), "responses", str(response.status))
     pointer = "/".join((*answer_at, "content", "application~1json", "schema"))
     errors = [str(e) for e in _validator(document, pointer).iter_errors(msgspec.json.decode(body))]

@@ -661,3 +661,22 @@ async def test_a_chosen_admin_secret_shows_nothing_in_its_hint(dsn: str) -> None
     assert hints == ["*:*.********"]
     assert generated is None  # an admin token exists: nothing generated
     assert auth.secret_hint("*:*." + "ab12" + "0" * 60) == "*:*.ab12********"
+
+
+async def test_an_unknown_expectation_is_ignored_not_a_plain_text_417(client: Client) -> None:
+    """aiohttp answers `Expect: <anything but 100-continue>` with a plain-text 417 before any
+    middleware (no JSON body, no request id, no log line); the request is served instead
+    (found by the review of issue 16)."""
+    resp = await client.get("/api/admin/projects", headers={**ADMIN, "Expect": "bogus"})
+    assert resp.status == 200
+    assert "X-Request-Id" in resp.headers
+    resp = await client.post(
+        "/api/admin/projects", headers={**ADMIN, "Expect": "bogus"}, data=b"{}"
+    )
+    await error_of(resp, 415, "ContentTypeerror")
+
+
+async def test_expect_100_continue_still_gets_its_interim_answer(client: Client) -> None:
+    body = {"id": "continued", "name": "Continued"}
+    resp = await client.post("/api/admin/projects", json=body, headers=ADMIN, expect100=True)
+    assert resp.status == 201

@@ -268,3 +268,14 @@ async def test_every_way_of_finding_gives_the_defined_order(  # noqa: PLR0917 - 
         want = []
     body = await search(client, q, limit=limit, offset=offset)
     assert [u["id"] for u in body["users"]] == want[offset : offset + limit]
+
+
+@pytest.mark.parametrize("q", ["", "v", "vi"])
+async def test_a_position_beyond_the_log_is_a_400_whatever_the_query(
+    client: Client, q: str
+) -> None:
+    """A short query used to answer before `?at=` was read: 200 for a position past the log's
+    end where a longer query got 400 (found by the review of issue 16)."""
+    resp = await client.get(SEARCH, params={"q": q, "at": "999999999"}, headers=ADMIN)
+    message = await error(resp, 400, "ValidationError")
+    assert "beyond the log's end" in message

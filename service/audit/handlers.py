@@ -13,7 +13,13 @@ from service import auth, eventstore
 from service.appkeys import POOL
 from service.audit import queries, states
 from service.audit.diff import entity_of_stream
-from service.audit.instants import AS_INSTANT, day_or_time
+from service.audit.instants import (
+    AS_INSTANT,
+    DAY_OR_TIME_PATTERN,
+    INSTANT_OR_NOW_PATTERN,
+    INSTANT_PATTERN,
+    day_or_time,
+)
 from service.audit.responses import (
     AuditDiff,
     EventList,
@@ -225,6 +231,7 @@ Positive = Annotated[int, msgspec.Meta(ge=1, le=10**MAX_DIGITS - 1)]
 Position = Annotated[int, msgspec.Meta(ge=0, le=10**POSITION_DIGITS - 1)]
 # An empty filter is no filter (as an empty `limit` is the default): the document admits it.
 Filter = Annotated[str, msgspec.Meta(pattern=r"^$|" + _FILTER.pattern)]
+DayOrTime = Annotated[str, msgspec.Meta(pattern=DAY_OR_TIME_PATTERN)]
 PROJECT: Final = Param("project", str, "Only the events of this project")
 
 
@@ -237,16 +244,27 @@ SEARCH_PARAMS: Final = (
     _filter_param("project", "Projects"),
     _filter_param("feature", "Flags"),
     _filter_param("createdBy", "Authors, by user id"),
-    Param("from", str, "Events from this day on: `IS:yyyy-MM-dd` or `IS:<RFC 3339 time>`"),
-    Param("to", str, "Events until this day (included): `IS:yyyy-MM-dd` or `IS:<RFC 3339 time>`"),
+    Param("from", DayOrTime, "Events from this day on: `IS:yyyy-MM-dd` or `IS:<RFC 3339 time>`"),
+    Param(
+        "to", DayOrTime, "Events until this day (included): `IS:yyyy-MM-dd` or `IS:<RFC 3339 time>`"
+    ),
     Param("limit", Positive, f"At most this many (default {SEARCH_LIMIT}, at most {MAX_LIMIT})"),
     Param("offset", Count, "Skip this many (default 0)"),
     Param("before", Position, "Only events before this log position (a cursor, newest first)"),
     Param("after", Position, "Only events after this log position (a cursor, oldest first)"),
 )
 DIFF_PARAMS: Final = (
-    Param("from", str, f"The first state: {AS_INSTANT}", required=True),
-    Param("to", str, f"The second state (default: now): {AS_INSTANT}"),
+    Param(
+        "from",
+        Annotated[str, msgspec.Meta(pattern=INSTANT_PATTERN)],
+        f"The first state: {AS_INSTANT}",
+        required=True,
+    ),
+    Param(
+        "to",
+        Annotated[str, msgspec.Meta(pattern=INSTANT_OR_NOW_PATTERN)],
+        f"The second state (default: now): {AS_INSTANT}",
+    ),
     Param("stream", str, "Only this entity: `feature/<name>`, `project/<id>`, `user/<id>`..."),
     Param("project", str, "Only this project and its flags"),
 )

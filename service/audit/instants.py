@@ -21,6 +21,14 @@ MAX_POSITION_DIGITS: Final = 18
 _RFC3339 = re.compile(
     r"(\d{4}-\d{2}-\d{2})[Tt](\d{2}:\d{2}:\d{2})(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})"
 )
+# The same forms as JSON Schema patterns, for the OpenAPI document (ASCII digits only).
+_TIME_PATTERN: Final = (
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?"
+    r"([Zz]|[+-][0-9]{2}:[0-9]{2})"
+)
+INSTANT_PATTERN: Final = rf"^([0-9]{{1,18}}|{_TIME_PATTERN})$"  # a position or a time
+INSTANT_OR_NOW_PATTERN: Final = rf"^([0-9]{{1,18}}|{_TIME_PATTERN})?$"  # empty: now
+DAY_OR_TIME_PATTERN: Final = rf"^(IS:([0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}|{_TIME_PATTERN}))?$"
 AS_TIME: Final = "an RFC 3339 time with its offset (2026-11-24T14:02:00Z)"
 AS_INSTANT: Final = f"{AS_TIME} or a log position"
 # The first and last times there are (a time given past them stands for them).

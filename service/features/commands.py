@@ -10,6 +10,8 @@ from typing import Annotated, ClassVar, Literal
 
 import msgspec
 
+from service.names import Name
+
 FeatureType = Literal["experiment", "kill-switch", "release", "operational", "permission"]
 Description = Annotated[str, msgspec.Meta(max_length=10_000)]
 
@@ -21,7 +23,7 @@ class CreateFeature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
         "description": "The new checkout page",
         "impressionData": False,
     }
-    name: str
+    name: Name
     type: FeatureType = "release"
     description: Description | None = None
     impression_data: bool = False
@@ -126,7 +128,18 @@ class StrategyBody(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     segments: Annotated[list[SegmentId], msgspec.Meta(max_length=100)] = []
 
 
-Variants = Annotated[list[Variant], msgspec.Meta(max_length=100)]
+Variants = Annotated[
+    list[Variant],
+    msgspec.Meta(
+        max_length=100,
+        examples=[
+            [
+                {"name": "blue", "weight": 500, "weightType": "variable", "stickiness": "default"},
+                {"name": "green", "weight": 500, "weightType": "variable", "stickiness": "default"},
+            ]
+        ],
+    ),
+]
 
 
 class TagBody(msgspec.Struct, frozen=True, kw_only=True):
@@ -135,7 +148,13 @@ class TagBody(msgspec.Struct, frozen=True, kw_only=True):
         "value": "team-checkout",
     }
     type: Short = "simple"
-    value: str
+    value: Annotated[
+        str,
+        msgspec.Meta(
+            description="Trimmed, then 2 to 50 characters",
+            extra_json_schema={"minLength": 2, "maxLength": 50},
+        ),
+    ]
 
 
 class DependencyBody(msgspec.Struct, frozen=True, kw_only=True):
@@ -153,7 +172,7 @@ class CloneFeature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
         "name": "new-checkout-copy",
         "replaceGroupId": True,
     }
-    name: str
+    name: Name
     replace_group_id: bool = True
 
 

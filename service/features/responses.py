@@ -176,7 +176,7 @@ class Lifecycle(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 
 
 class Feature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """spec.md's featureSchema, as create, clone and GET answer it."""
+    """A flag (Unleash's featureSchema), as create, clone and GET answer it."""
 
     name: str
     type: str

@@ -9,6 +9,8 @@ from typing import Annotated, ClassVar
 
 import msgspec
 
+from service.names import Name
+
 Text = Annotated[str, msgspec.Meta(max_length=1000)]
 Label = Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
 
@@ -19,7 +21,7 @@ class CreateProject(msgspec.Struct, frozen=True, kw_only=True):
         "name": "Checkout",
         "description": "The checkout team's flags",
     }
-    id: str
+    id: Name
     name: Label
     description: Text | None = None
 
@@ -33,7 +35,7 @@ class CreateEnvironment(msgspec.Struct, frozen=True, kw_only=True, rename="camel
         "type": "test",
         "sortOrder": 5,
     }
-    name: str
+    name: Name
     type: Label
     sort_order: SortOrder | None = None
 

@@ -58,7 +58,7 @@ class SignIn(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class DeleteUsers(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """idsSchema; unknown fields are refused here (behavior.md section 3)."""
+    """The ids to delete (Unleash's idsSchema); unknown fields are refused."""
 
     example: ClassVar[dict[str, object]] = {"ids": [7, 8]}
 

@@ -61,7 +61,7 @@ class _Account(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_d
 
 
 class User(_Account, frozen=True, kw_only=True):
-    """spec.md's user record."""
+    """A user (Unleash's user record)."""
 
     permissions: list[str]
     scim_id: None
@@ -171,7 +171,7 @@ class InactiveUserList(msgspec.Struct, frozen=True, kw_only=True, rename="camel"
 
 
 class PersonalAccessToken(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """spec.md's token record: `secret` is the masked hint, except in the answer that creates
+    """A personal access token: `secret` is a masked hint, except in the answer that creates
     the token (the only place the secret ever appears)."""
 
     id: int

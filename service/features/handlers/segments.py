@@ -11,7 +11,7 @@ from service.errors import Conflict, NameExists
 from service.features import domain, queries
 from service.features.commands import SegmentBody
 from service.features.responses import Segment, SegmentList
-from service.http import Link, Route, actor, empty, json_response, read_json, transaction
+from service.http import NUMBERED, Link, Route, actor, empty, json_response, read_json, transaction
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -96,7 +96,15 @@ ROUTES = [
         errors=(NameExists,),
         links={"segment": Link(get_segment, {"id": "$response.body#/id"})},
     ),
-    Route("GET", "/api/admin/segments/{id}", get_segment, auth.READ, ok={200: Segment}, past=True),
+    Route(
+        "GET",
+        "/api/admin/segments/{id}",
+        get_segment,
+        auth.READ,
+        ok={200: Segment},
+        past=True,
+        params=NUMBERED,
+    ),
     Route(
         "PUT",
         "/api/admin/segments/{id}",
@@ -105,6 +113,7 @@ ROUTES = [
         body=SegmentBody,
         ok={204: None},
         errors=(NameExists,),
+        params=NUMBERED,
     ),
     Route(
         "DELETE",
@@ -113,5 +122,6 @@ ROUTES = [
         auth.DELETE_SEGMENT,
         ok={204: None},
         errors=(Conflict,),
+        params=NUMBERED,
     ),
 ]

@@ -58,11 +58,11 @@ async def search_users(request: web.Request) -> web.Response:
     limit = min(int_param(request, "limit", DEFAULT_LIMIT, 1), MAX_LIMIT)
     offset = int_param(request, "offset", 0, 0)
     q = (query_param(request, "q") or "").strip()
-    if len(q) < MIN_QUERY:  # behavior.md: no users, and the root roles there are
-        return json_response(UserList(users=[], root_roles=root_roles()))
-    if "\x00" in q:  # no stored text holds NUL (and PostgreSQL text cannot)
-        return json_response(UserList(users=[], root_roles=[]))
-    async with reading(request) as conn:
+    async with reading(request) as conn:  # first: a bad `?at=` is a 400 whatever q is
+        if len(q) < MIN_QUERY:  # behavior.md: no users, and the root roles there are
+            return json_response(UserList(users=[], root_roles=root_roles()))
+        if "\x00" in q:  # no stored text holds NUL (and PostgreSQL text cannot)
+            return json_response(UserList(users=[], root_roles=[]))
         ids = (await find(conn, q, offset + limit))[offset:]
         rows = await conn.fetch(queries.SEARCH_ROWS, ids) if ids else []
     by_id = {row["id"]: row for row in rows}

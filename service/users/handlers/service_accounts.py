@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from service import auth, store
 from service.audit.past import reading
 from service.errors import NameExists, PatLimit
-from service.http import Link, Route, actor, empty, json_response, read_json, transaction
+from service.http import NUMBERED, Link, Route, actor, empty, json_response, read_json, transaction
 from service.users import domain, queries
 from service.users.commands import (
     CreatePersonalAccessToken,
@@ -77,7 +77,9 @@ async def delete_service_account(request: web.Request) -> web.Response:
 
 
 async def list_tokens(request: web.Request) -> web.Response:
-    """Operation 4 of spec.md: one query answers both "is it a service account" and its tokens."""
+    """The service account's personal access tokens (secrets masked).
+
+    One query answers both "is it a service account" and its tokens."""
     account_id = _account_id_or_404(request.match_info["id"])
     async with reading(request) as conn:
         rows = await conn.fetch(queries.SERVICE_ACCOUNT_PATS, account_id)
@@ -145,8 +147,15 @@ ROUTES = [
         body=UpdateServiceAccount,
         ok={200: ServiceAccount},
         errors=(NameExists,),
+        params=NUMBERED,
     ),
-    Route("DELETE", "/api/admin/service-account/{id}", delete_service_account, auth.ADMIN),
+    Route(
+        "DELETE",
+        "/api/admin/service-account/{id}",
+        delete_service_account,
+        auth.ADMIN,
+        params=NUMBERED,
+    ),
     Route(
         "GET",
         "/api/admin/service-account/{id}/token",
@@ -154,6 +163,7 @@ ROUTES = [
         auth.ADMIN,
         ok={200: PersonalAccessTokenList},
         past=True,
+        params=NUMBERED,
     ),
     Route(
         "POST",
@@ -163,11 +173,13 @@ ROUTES = [
         body=CreatePersonalAccessToken,
         ok={201: PersonalAccessToken},
         errors=(PatLimit, NameExists),
+        params=NUMBERED,
     ),
     Route(
         "DELETE",
         "/api/admin/service-account/{id}/token/{tokenId}",
         delete_token,
         auth.ADMIN,
+        params={**NUMBERED, "tokenId": NUMBERED["id"]},
     ),
 ]

@@ -11,7 +11,16 @@ import msgspec
 from service import auth, store
 from service.appkeys import POOL
 from service.errors import NameExists, NotFound, PatLimit
-from service.http import Route, actor, empty, json_response, principal, read_json, transaction
+from service.http import (
+    NUMBERED,
+    Route,
+    actor,
+    empty,
+    json_response,
+    principal,
+    read_json,
+    transaction,
+)
 from service.users import domain, queries
 from service.users.commands import CreatePersonalAccessToken
 from service.users.responses import PersonalAccessToken, PersonalAccessTokenList
@@ -109,5 +118,7 @@ ROUTES = [
         ok={201: PersonalAccessToken},
         errors=(PatLimit, NameExists),
     ),
-    Route("DELETE", "/api/admin/user/tokens/{id}", delete_own_token, auth.OWN_ACCOUNT),
+    Route(
+        "DELETE", "/api/admin/user/tokens/{id}", delete_own_token, auth.OWN_ACCOUNT, params=NUMBERED
+    ),
 ]

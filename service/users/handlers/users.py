@@ -9,7 +9,17 @@ from service import auth, store
 from service.appkeys import POOL, SETTINGS
 from service.audit.past import reading
 from service.errors import NameExists, TooManyRequests, WeakPassword
-from service.http import Link, Route, actor, empty, json_response, principal, read_json, transaction
+from service.http import (
+    NUMBERED,
+    Link,
+    Route,
+    actor,
+    empty,
+    json_response,
+    principal,
+    read_json,
+    transaction,
+)
 from service.privacy import erasure
 from service.users import domain, passwords, queries
 from service.users.commands import ChangePassword, CreateUser, UpdateUser
@@ -156,7 +166,15 @@ ROUTES = [
         errors=(WeakPassword, NameExists, TooManyRequests),
         links={"user": Link(get_user, {"id": "$response.body#/id"})},
     ),
-    Route("GET", "/api/admin/user-admin/{id}", get_user, auth.ADMIN, ok={200: User}, past=True),
+    Route(
+        "GET",
+        "/api/admin/user-admin/{id}",
+        get_user,
+        auth.ADMIN,
+        ok={200: User},
+        past=True,
+        params=NUMBERED,
+    ),
     Route(
         "PUT",
         "/api/admin/user-admin/{id}",
@@ -165,8 +183,9 @@ ROUTES = [
         body=UpdateUser,
         ok={200: User},
         errors=(NameExists,),
+        params=NUMBERED,
     ),
-    Route("DELETE", "/api/admin/user-admin/{id}", delete_user, auth.ADMIN),
+    Route("DELETE", "/api/admin/user-admin/{id}", delete_user, auth.ADMIN, params=NUMBERED),
     Route(
         "POST",
         "/api/admin/user-admin/{id}/change-password",
@@ -174,5 +193,6 @@ ROUTES = [
         auth.ADMIN,
         body=ChangePassword,
         errors=(WeakPassword, TooManyRequests),
+        params=NUMBERED,
     ),
 ]
