@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
 OPENAPI_VERSION: Final = "3.1.0"
 REF: Final = "#/components/schemas/{name}"
-_PATH_PARAMETER = re.compile(r"{([^}:]+)}")
+# `{name}`, or `{name:regex}` (aiohttp's form; the regex holds no braces here).
+_PATH_PARAMETER = re.compile(r"{(\w+)(?::[^{}]*)?}")
 
 
 class Error(msgspec.Struct, frozen=True):
@@ -136,7 +137,7 @@ def document(routes: Sequence[Route], version: str) -> dict[str, Any]:
     schema_of = dict(zip(types, schemas, strict=True))
     paths: dict[str, dict[str, Any]] = {}
     for route in routes:
-        paths.setdefault(_openapi_path(route.path), {})[route.method.lower()] = _operation(
+        paths.setdefault(openapi_path(route.path), {})[route.method.lower()] = _operation(
             route, schema_of
         )
     ids = [op["operationId"] for methods in paths.values() for op in methods.values()]
@@ -181,7 +182,8 @@ def _types(route: Route) -> Iterable[Any]:
         yield PAST_PARAMETER.schema
 
 
-def _openapi_path(path: str) -> str:
+def openapi_path(path: str) -> str:
+    """A route's path as the document names it: `{id:\\d+}` is `{id}`."""
     return _PATH_PARAMETER.sub(lambda m: "{" + m[1] + "}", path)
 
 

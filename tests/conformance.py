@@ -14,6 +14,7 @@ import msgspec
 from aiohttp import web
 
 from service.appkeys import OPENAPI, ROUTE_TABLE
+from service.openapi import openapi_path
 
 if TYPE_CHECKING:
     from service.http import Handler
@@ -41,9 +42,10 @@ def _check(request: web.Request, response: web.StreamResponse) -> str | None:  #
     if route is None:  # no route: aiohttp's 404 or 405
         return None
     document = request.app[OPENAPI]
-    path = route.path.replace("/", "~1")
-    where = f"{route.method} {route.path} -> {response.status}"
-    operation = _decoded(document)["paths"][route.path][route.method.lower()]
+    documented = openapi_path(route.path)
+    path = documented.replace("/", "~1")
+    where = f"{route.method} {documented} -> {response.status}"
+    operation = _decoded(document)["paths"][documented][route.method.lower()]
     answer = operation["responses"].get(str(response.status))
     if answer is None:
         return f"{where}: status not documented"

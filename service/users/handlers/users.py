@@ -168,7 +168,7 @@ ROUTES = [
     ),
     Route(
         "GET",
-        "/api/admin/user-admin/{id}",
+        "/api/admin/user-admin/{id:\\d+}",
         get_user,
         auth.ADMIN,
         ok={200: User},
@@ -177,7 +177,7 @@ ROUTES = [
     ),
     Route(
         "PUT",
-        "/api/admin/user-admin/{id}",
+        "/api/admin/user-admin/{id:\\d+}",
         update_user,
         auth.ADMIN,
         body=UpdateUser,
@@ -185,10 +185,10 @@ ROUTES = [
         errors=(NameExists,),
         params=NUMBERED,
     ),
-    Route("DELETE", "/api/admin/user-admin/{id}", delete_user, auth.ADMIN, params=NUMBERED),
+    Route("DELETE", "/api/admin/user-admin/{id:\\d+}", delete_user, auth.ADMIN, params=NUMBERED),
     Route(
         "POST",
-        "/api/admin/user-admin/{id}/change-password",
+        "/api/admin/user-admin/{id:\\d+}/change-password",
         change_password,
         auth.ADMIN,
         body=ChangePassword,
