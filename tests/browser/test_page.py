@@ -13,7 +13,6 @@ from urllib.parse import urlsplit
 
 import msgspec
 import pytest
-from playwright.async_api import async_playwright
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -29,6 +28,10 @@ PAGE = "/docs/openapi/"
 async def test_the_page_lists_every_operation_with_nothing_from_elsewhere(
     client: TestClient[Any, Any], tmp_path: Path
 ) -> None:
+    # Imported here: `make test` collects this module too (and deselects it), without the
+    # browser extra installed.
+    from playwright.async_api import async_playwright  # noqa: PLC0415
+
     executable = shutil.which(CHROMIUM)
     assert executable is not None, "Chromium is needed: apt-get install chromium"
     document = msgspec.json.decode(await (await client.get("/docs/openapi.json")).read())
