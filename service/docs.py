@@ -111,11 +111,30 @@ def _gzipped(body: bytes) -> bytes:
     return gzip.compress(body, mtime=0)
 
 
+def takes_gzip(accept_encoding: str | None) -> bool:
+    """Whether an Accept-Encoding field admits gzip (RFC 9110 12.5.3): named, or `*`, with a
+    weight above 0; names are case-insensitive, and `gzip;q=0` refuses it."""
+    weights: dict[str, float] = {}
+    for item in (accept_encoding or "").split(","):
+        name, *params = (part.strip() for part in item.split(";"))
+        weight = 1.0
+        for param in params:
+            key, _, value = param.partition("=")
+            if key.strip().lower() == "q":
+                try:
+                    weight = float(value)
+                except ValueError:
+                    weight = 0.0
+        if name:
+            weights[name.lower()] = weight
+    return weights.get("gzip", weights.get("x-gzip", weights.get("*", 0.0))) > 0
+
+
 def _answer(request: web.Request, body: bytes, media_type: str) -> web.Response:
     """The whole body (never a range of it), gzipped for a client that takes it (text only),
     revalidated on every load (no-cache: an upgrade never pairs old and new files)."""
     headers = {**_HEADERS, "Vary": "Accept-Encoding"}
-    if not media_type.startswith("image/") and "gzip" in request.headers.get("Accept-Encoding", ""):
+    if not media_type.startswith("image/") and takes_gzip(request.headers.get("Accept-Encoding")):
         body = _gzipped(body)
         headers["Content-Encoding"] = "gzip"
     response = web.Response(body=body, headers=headers)

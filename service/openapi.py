@@ -81,7 +81,7 @@ PAST_PARAMETER: Final = Param(
     PAST,
     Annotated[str, msgspec.Meta(pattern=INSTANT_PATTERN)],
     "The answer as it was at this instant of the log: an RFC 3339 time with its offset "
-    "(`2026-11-24T14:02:00Z`) or a log position (docs/audit.md).",
+    "(`2026-11-24T14:02:00Z`) or a log position (the `id` of an event in the event log).",
 )
 
 

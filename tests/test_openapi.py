@@ -21,7 +21,7 @@ from service import auth, openapi
 from service.app import ROUTES, VERSION, create_app
 from service.appkeys import ROUTE_TABLE
 from service.audit.instants import DAY_OR_TIME_PATTERN, INSTANT_PATTERN, parse_instant
-from service.docs import assets
+from service.docs import assets, takes_gzip
 from service.errors import ValidationError
 from service.http import Param, Route, json_response, query_param, read_json
 from service.names import validate_name
@@ -388,3 +388,27 @@ async def test_the_page_files_are_whole_gzipped_when_taken_and_revalidated(clien
     icon = await client.get(PAGE + "favicon-32x32.png", headers={"Accept-Encoding": "gzip"})
     assert icon.content_type == "image/png"
     assert "Content-Encoding" not in icon.headers  # a PNG is compressed already
+
+
+@pytest.mark.parametrize(
+    ("field", "takes"),
+    [
+        (None, False),
+        ("", False),
+        ("gzip", True),
+        ("GZIP", True),
+        ("gzip, deflate, br", True),
+        ("br;q=1.0, gzip;q=0.5", True),
+        ("gzip;q=0", False),
+        ("gzip; q=0.0", False),
+        ("identity, gzip;q=0", False),
+        ("gzipx", False),
+        ("xgzip", False),
+        ("*", True),
+        ("*;q=0", False),
+        ("*, gzip;q=0", False),
+        ("gzip;q=abc", False),
+    ],
+)
+def test_gzip_only_for_a_client_that_takes_it(field: str | None, takes: bool) -> None:
+    assert takes_gzip(field) is takes
