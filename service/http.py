@@ -146,6 +146,9 @@ class Undocumented(RuntimeError):
 
 
 MAX_DIGITS: Final = 9  # a whole-number query parameter (limit, offset) has at most this many
+# The types of such parameters in the OpenAPI document (int_param reads them).
+Count = Annotated[int, msgspec.Meta(ge=0, le=10**MAX_DIGITS - 1)]
+Positive = Annotated[int, msgspec.Meta(ge=1, le=10**MAX_DIGITS - 1)]
 
 
 def query_param(request: web.Request, name: str) -> str | None:

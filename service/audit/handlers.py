@@ -31,7 +31,16 @@ from service.audit.responses import (
 from service.connections import sharing, snapshot_of
 from service.errors import ValidationError
 from service.eventstore import LogFilter
-from service.http import MAX_DIGITS, Param, Route, int_param, json_response, principal, query_param
+from service.http import (
+    Count,
+    Param,
+    Positive,
+    Route,
+    int_param,
+    json_response,
+    principal,
+    query_param,
+)
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -226,8 +235,6 @@ async def audit_diff(request: web.Request) -> web.Response:
     return json_response(body)
 
 
-Count = Annotated[int, msgspec.Meta(ge=0, le=10**MAX_DIGITS - 1)]
-Positive = Annotated[int, msgspec.Meta(ge=1, le=10**MAX_DIGITS - 1)]
 Position = Annotated[int, msgspec.Meta(ge=0, le=10**POSITION_DIGITS - 1)]
 # An empty filter is no filter (as an empty `limit` is the default): the document admits it.
 Filter = Annotated[str, msgspec.Meta(pattern=r"^$|" + _FILTER.pattern)]

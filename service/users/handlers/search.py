@@ -22,13 +22,11 @@ from __future__ import annotations
 
 import math
 import re
-from typing import TYPE_CHECKING, Annotated, Final
-
-import msgspec
+from typing import TYPE_CHECKING, Final
 
 from service import auth
 from service.audit.past import reading
-from service.http import MAX_DIGITS, Param, Route, int_param, json_response, query_param
+from service.http import Count, Param, Positive, Route, int_param, json_response, query_param
 from service.users import queries
 from service.users.responses import User, UserList, root_roles
 
@@ -114,8 +112,6 @@ async def find(conn: Conn, q: str, wanted: int) -> list[int]:
     return ids + [row["id"] for row in found]
 
 
-Count = Annotated[int, msgspec.Meta(ge=0, le=10**MAX_DIGITS - 1)]
-Positive = Annotated[int, msgspec.Meta(ge=1, le=10**MAX_DIGITS - 1)]
 Q: Final = Param(
     "q",
     str,
