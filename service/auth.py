@@ -31,12 +31,21 @@ CREATE_SEGMENT: Final = "CREATE_SEGMENT"
 UPDATE_SEGMENT: Final = "UPDATE_SEGMENT"
 DELETE_SEGMENT: Final = "DELETE_SEGMENT"
 PUBLIC: Final = "PUBLIC"  # declared by routes that need no principal at all
+# The client API (SDKs: flags to evaluate, registration, metrics): client tokens hold it, and
+# admin tokens through ADMIN, as in Unleash. The frontend API: frontend tokens (and ADMIN).
+CLIENT: Final = "CLIENT"
+FRONTEND: Final = "FRONTEND"
 # Held by people only (a session or their own personal access token), never by API tokens or
 # service accounts: managing one's own personal access tokens.
 OWN_ACCOUNT: Final = "OWN_ACCOUNT"
 
 ADMIN_PERMISSIONS: Final = frozenset({ADMIN, READ})
 NO_PERMISSIONS: Final = frozenset[str]()
+TOKEN_PERMISSIONS: Final = {
+    "admin": ADMIN_PERMISSIONS,
+    "client": frozenset({CLIENT}),
+    "frontend": frozenset({FRONTEND}),
+}
 
 
 class RootRole(msgspec.Struct, frozen=True, kw_only=True):
@@ -102,6 +111,9 @@ class Principal(msgspec.Struct, frozen=True, kw_only=True):
     permissions: frozenset[str]
     account_id: int | None = None  # users and service accounts
     pat_id: int | None = None  # when authenticated by a personal access token
+    # What an API token may see of the flags: its environment and projects ("*": all).
+    environment: str = "*"
+    projects: tuple[str, ...] = ("*",)
 
     def can(self, permission: str) -> bool:
         if permission == OWN_ACCOUNT:  # a person's own business: ADMIN does not imply it
@@ -159,7 +171,8 @@ PAT_PREFIX: Final = "user:"
 SESSION_COOKIE: Final = "unleash-session"  # the name Unleash uses
 # One indexed lookup per request, whichever kind of credential it is.
 RESOLVE_API_TOKEN = """
-SELECT id, token_name, type, expires_at FROM api_tokens WHERE secret_hash = $1
+SELECT id, token_name, type, environment, projects, expires_at FROM api_tokens
+WHERE secret_hash = $1
 """
 RESOLVE_PAT = """
 SELECT p.id AS pat_id, p.expires_at, u.id, u.account_type, u.name, u.username, u.email, u.root_role
@@ -187,12 +200,13 @@ async def resolve_token(conn: Conn | asyncpg.Pool, token: str) -> Principal | No
     row = await conn.fetchrow(RESOLVE_API_TOKEN, hash_secret(token))
     if row is None or _expired(row["expires_at"]):
         return None
-    permissions = ADMIN_PERMISSIONS if row["type"] == "admin" else NO_PERMISSIONS
     return Principal(
         kind="api-token",
         id=f"api-token:{row['id']}",
         name=row["token_name"],
-        permissions=permissions,
+        permissions=TOKEN_PERMISSIONS[row["type"]],
+        environment=row["environment"],
+        projects=tuple(row["projects"]),
     )
 
 

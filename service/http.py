@@ -46,6 +46,8 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 T = TypeVar("T")
 
 ADMIN_PREFIX: Final = "/api/admin"
+# The APIs that need a principal: the admin API, the client API (SDKs), the frontend API.
+AUTHENTICATED_PREFIXES: Final = (ADMIN_PREFIX, "/api/client", "/api/frontend")
 _REQUEST_ID_OK = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 _encoder = msgspec.json.Encoder()
@@ -396,8 +398,9 @@ def _app_error(request: web.Request, exc: errors.AppError) -> web.Response:
 
 @web.middleware
 async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Admin API: 401 without a valid token, 403 without the route's permission."""
-    if request.path != ADMIN_PREFIX and not request.path.startswith(ADMIN_PREFIX + "/"):
+    """Admin, client and frontend APIs: 401 without a valid token, 403 without the route's
+    permission."""
+    if not _authenticated(request.path):
         return await handler(request)
     who = await _resolve(request)
     if who is None:
@@ -413,6 +416,10 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
             raise errors.NoAccess("PATs require an authenticated user.")
         raise errors.NoAccess(f"You need the {route.permission} permission for this operation")
     return await handler(request)
+
+
+def _authenticated(path: str) -> bool:
+    return any(path == prefix or path.startswith(prefix + "/") for prefix in AUTHENTICATED_PREFIXES)
 
 
 async def _resolve(request: web.Request) -> Principal | None:
