@@ -15,6 +15,8 @@ from projections.follower import projection_lags, run_async_projections
 from service import auth, connections, docs, migrations, openapi
 from service.api_tokens import handlers as api_tokens
 from service.appkeys import (
+    CLIENT_FEED,
+    COMMITS,
     LIFECYCLE,
     OPENAPI,
     PAST_READS,
@@ -24,10 +26,13 @@ from service.appkeys import (
     SCHEMA_VERSION,
     SETTINGS,
     TOKEN_USAGE,
+    Commits,
     Lifecycle,
     Resolver,
 )
 from service.audit import handlers as audit
+from service.client import handlers as client
+from service.client.feed import Feed
 from service.errors import NotReady
 from service.features.handlers import clone, dependencies, flags, segments, strategies, tags
 from service.http import BODY_LIMIT, MIDDLEWARES, Content, Route, expect, json_response
@@ -107,6 +112,7 @@ ROUTES: list[Route] = [
     *clone.ROUTES,
     *segments.ROUTES,
     *audit.ROUTES,
+    *client.ROUTES,
     *docs.ROUTES,
 ]
 
@@ -123,6 +129,7 @@ def create_app(
     app[RESOLVER] = resolver
     app[LIFECYCLE] = Lifecycle()
     app[SCHEMA_VERSION] = len(migrations.load_migrations())
+    commits = app[COMMITS] = Commits()
     app[ROUTE_TABLE] = {}
     app[PAST_READS] = asyncio.Semaphore(PAST_READS_AT_ONCE)
     metrics = app[METRICS] = Metrics(projection_lags)
@@ -139,6 +146,8 @@ def create_app(
         app[POOL] = await connections.create_pool(
             dsn, settings.db_pool_size, settings.db_command_timeout_seconds
         )
+        feed = app[CLIENT_FEED] = Feed(app[POOL], dsn)
+        commits.listeners.append(feed.committed)
         yield
         metrics.database.close()
         try:
@@ -154,6 +163,7 @@ def create_app(
             app[POOL], stop, settings.erasure_interval_seconds, metrics.committed
         ),
     }
+    background["client_feed"] = lambda stop: app[CLIENT_FEED].run(stop)  # noqa: PLW0108 - made with the pool
     if async_projections:
         background["projections"] = lambda stop: run_async_projections(app[POOL], dsn, stop)
     app.cleanup_ctx.append(database)

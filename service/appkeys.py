@@ -16,6 +16,7 @@ from service.settings import Settings
 if TYPE_CHECKING:
     from aiohttp.web_urldispatcher import AbstractRoute
 
+    from service.client.feed import Feed
     from service.http import Route
 
 
@@ -47,6 +48,21 @@ class Lifecycle:
             task.cancel()
 
 
+@dataclass
+class Commits:
+    """The highest log position this process has committed, and who wants to know at once (the
+    client API's feed: an SDK reads a change the moment the request that made it is answered,
+    without waiting for the database's NOTIFY)."""
+
+    position: int = 0
+    listeners: list[Callable[[int], None]] = field(default_factory=list)
+
+    def committed(self, position: int) -> None:
+        self.position = max(self.position, position)
+        for listener in self.listeners:
+            listener(position)
+
+
 class TokenUseRecorder(Protocol):
     """Remembers that a personal access token was used (the users feature writes it down)."""
 
@@ -58,6 +74,8 @@ class TokenUseRecorder(Protocol):
 Resolver = Callable[[asyncpg.Pool, str], Awaitable[Principal | None]]
 
 SETTINGS = web.AppKey("settings", Settings)
+COMMITS = web.AppKey("commits", Commits)
+CLIENT_FEED: web.AppKey[Feed] = web.AppKey("client_feed")  # the client API's model
 RESOLVER: web.AppKey[Resolver] = web.AppKey("resolver")
 POOL = web.AppKey("pool", asyncpg.Pool)
 LIFECYCLE = web.AppKey("lifecycle", Lifecycle)

@@ -16,7 +16,7 @@ from aiohttp import web
 
 from service import auth, errors
 from service.appkeys import OPENAPI
-from service.http import Content, Route
+from service.http import Content, Route, takes_gzip
 
 PAGE_PATH: Final = "/docs/openapi/"
 DOCUMENT_PATH: Final = "/docs/openapi.json"
@@ -109,25 +109,6 @@ def _read(name: str) -> bytes:
 @functools.cache
 def _gzipped(body: bytes) -> bytes:
     return gzip.compress(body, mtime=0)
-
-
-def takes_gzip(accept_encoding: str | None) -> bool:
-    """Whether an Accept-Encoding field admits gzip (RFC 9110 12.5.3): named, or `*`, with a
-    weight above 0; names are case-insensitive, and `gzip;q=0` refuses it."""
-    weights: dict[str, float] = {}
-    for item in (accept_encoding or "").split(","):
-        name, *params = (part.strip() for part in item.split(";"))
-        weight = 1.0
-        for param in params:
-            key, _, value = param.partition("=")
-            if key.strip().lower() == "q":
-                try:
-                    weight = float(value)
-                except ValueError:
-                    weight = 0.0
-        if name:
-            weights[name.lower()] = weight
-    return weights.get("gzip", weights.get("x-gzip", weights.get("*", 0.0))) > 0
 
 
 def _answer(request: web.Request, body: bytes, media_type: str) -> web.Response:

@@ -223,6 +223,33 @@ async def head(conn: Conn) -> int:
     return int(await conn.fetchval(HEAD))
 
 
+CHANGED_STREAMS = """
+SELECT position, stream_type, stream_key FROM events
+WHERE position > $1 AND position <= $2 ORDER BY position
+"""
+
+
+class Change(NamedTuple):
+    position: int
+    stream_type: str
+    stream_key: str
+
+
+async def changed_streams(conn: Conn, after: int, upto: int) -> list[Change]:
+    """Which stream each event with after < position <= upto belongs to (envelopes only: the
+    client API's model learns what to read again)."""
+    rows = await conn.fetch(CHANGED_STREAMS, after, upto)
+    return [Change(row["position"], row["stream_type"], row["stream_key"]) for row in rows]
+
+
+LAST_OF_TYPE = "SELECT max(position) FROM events WHERE stream_type = ANY($1::text[])"
+
+
+async def last_position_of(conn: Conn, stream_types: list[str]) -> int:
+    """Position of the latest event of any stream of these types (0 when there is none)."""
+    return int(await conn.fetchval(LAST_OF_TYPE, stream_types) or 0)
+
+
 async def stream_version(conn: Conn, stream: tuple[str, str]) -> int | None:
     version = await conn.fetchval(STREAM_VERSION, *stream)
     return None if version is None else int(version)

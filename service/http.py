@@ -9,7 +9,7 @@ import re
 import time
 import uuid
 import zlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, Final, NamedTuple, TypeVar
 
@@ -19,6 +19,7 @@ from aiohttp import HttpVersion11, web
 
 from service import auth, connections, errors, store
 from service.appkeys import (
+    COMMITS,
     ERROR_ID,
     ERROR_NAME,
     LIFECYCLE,
@@ -108,6 +109,25 @@ PAST: Final = "at"  # the query parameter of routes that read a past state
 NUMBERED: Final[Mapping[str, Any]] = {"id": Annotated[int, msgspec.Meta(ge=1)]}
 
 
+def takes_gzip(accept_encoding: str | None) -> bool:
+    """Whether an Accept-Encoding field admits gzip (RFC 9110 12.5.3): named, or `*`, with a
+    weight above 0; names are case-insensitive, and `gzip;q=0` refuses it."""
+    weights: dict[str, float] = {}
+    for item in (accept_encoding or "").split(","):
+        name, *params = (part.strip() for part in item.split(";"))
+        weight = 1.0
+        for param in params:
+            key, _, value = param.partition("=")
+            if key.strip().lower() == "q":
+                try:
+                    weight = float(value)
+                except ValueError:
+                    weight = 0.0
+        if name:
+            weights[name.lower()] = weight
+    return weights.get("gzip", weights.get("x-gzip", weights.get("*", 0.0))) > 0
+
+
 def json_response(body: Any, status: int = 200) -> web.Response:
     """A response Struct (or, for errors and probes, a small dict) as the JSON answer."""
     return web.Response(body=_encoder.encode(body), status=status, content_type="application/json")
@@ -121,7 +141,12 @@ def empty(status: int = 200) -> web.Response:
 async def transaction(request: web.Request) -> AsyncIterator[Conn]:
     """One connection and one transaction: a command's load, decision and append share it.
     What it appended is counted in the metrics once it committed."""
-    committed = request.app[METRICS].committed
+    metrics, commits = request.app[METRICS], request.app[COMMITS]
+
+    def committed(appends: Sequence[store.Appended]) -> None:
+        metrics.committed(appends)
+        commits.committed(max(append.position for append in appends))
+
     async with request.app[POOL].acquire() as conn, store.transaction(conn, committed):
         yield conn
 
@@ -162,6 +187,14 @@ def query_param(request: web.Request, name: str) -> str | None:
     if len(values) > 1:
         raise errors.ValidationError(f"{name} may be given only once - at `{name}`")
     return values[0] if values else None
+
+
+def query_values(request: web.Request, name: str) -> list[str]:
+    """A query parameter that may be repeated (`project=a&project=b`): every value."""
+    route = request.app[ROUTE_TABLE].get(request.match_info.route)
+    if route is not None and not route.reads(name):
+        raise Undocumented(f"{route.method} {route.path} reads the undeclared parameter {name}")
+    return request.query.getall(name, [])
 
 
 def int_param(

@@ -323,13 +323,16 @@ def _short_names(components: dict[str, Any]) -> tuple[dict[str, Any], dict[str, 
     """msgspec names a Struct whose name is taken twice by its module path
     (`service.features.commands.Variant`). The document says `Variant` for an answer's
     (`*.responses`), `VariantRequest` for a request's (`*.commands`), and puts the package
-    first for any other (`service.audit.history.Tag`: `AuditTag`)."""
+    first for any other (`service.audit.history.Tag`: `AuditTag`). The client API's Structs
+    (what SDKs read) take `Client` first (`ClientFeature`)."""
     names: dict[str, str] = {}
     for name in components:
         if "." not in name:
             continue
         module, _, short = name.rpartition(".")
-        if module.endswith(".responses"):
+        if module.startswith("service.client."):
+            names[name] = "Client" + short
+        elif module.endswith(".responses"):
             names[name] = short
         elif module.endswith(".commands"):
             names[name] = short + "Request"

@@ -61,10 +61,12 @@ UNIQUE_CONSTRAINTS: Final[dict[tuple[str, str], tuple[type[AppError], str]]] = {
 
 @dataclass(frozen=True, slots=True)
 class Appended:
-    """One append in a transaction: its events' types, in order, and how long it took."""
+    """One append in a transaction: its events' types, in order, how long it took, and the
+    log position of its last event."""
 
     types: tuple[str, ...]
     seconds: float
+    position: int = 0
 
 
 # Told what a transaction appended, once its COMMIT succeeded (service.metrics counts it).
@@ -128,5 +130,6 @@ async def append(  # noqa: PLR0913 - the envelope has this many parts
     unit = _unit.get()
     if unit is not None and unit.conn is conn and recorded:
         types = tuple(record.event.type_name() for record in recorded)
-        unit.appended.append(Appended(types, time.perf_counter() - started))
+        last = recorded[-1].position or 0
+        unit.appended.append(Appended(types, time.perf_counter() - started, last))
     return recorded

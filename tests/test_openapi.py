@@ -21,9 +21,9 @@ from service import auth, openapi
 from service.app import ROUTES, VERSION, create_app
 from service.appkeys import ROUTE_TABLE
 from service.audit.instants import DAY_OR_TIME_PATTERN, INSTANT_PATTERN, parse_instant
-from service.docs import assets, takes_gzip
+from service.docs import assets
 from service.errors import ValidationError
-from service.http import Param, Route, json_response, query_param, read_json
+from service.http import Param, Route, json_response, query_param, read_json, takes_gzip
 from service.names import validate_name
 from service.openapi import openapi_path
 from service.projects.commands import CreateProject
