@@ -16,7 +16,9 @@ def env_path(flag: str, environment: str = "development") -> str:
 
 async def ok(resp: Any, *statuses: int) -> Any:
     assert resp.status in (statuses or (200, 201)), (resp.status, await resp.text())
-    return await resp.json() if resp.content_length != 0 else None
+    if resp.status == 204 or not resp.content_type.endswith("json"):
+        return None
+    return await resp.json()
 
 
 async def token(
