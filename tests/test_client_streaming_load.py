@@ -119,3 +119,40 @@ async def test_sigterm_ends_open_streams_and_the_service_stops_at_once(
     lines = [line for line in server.log_lines() if line.get("path") == "/api/client/streaming"]
     assert len(lines) == 5
     assert {line["status"] for line in lines} == {200}
+
+
+async def test_a_change_on_one_replica_reaches_streams_and_polls_on_another(
+    harness: Harness, dsn: str
+) -> None:
+    one, two = [
+        await harness.serve(harness.new_dir(), DATABASE_URL=dsn, INIT_ADMIN_API_TOKENS=ADMIN_TOKEN)
+        for _ in range(2)
+    ]
+    admin = {"Authorization": ADMIN_TOKEN}
+    headers = {**admin, "Accept": "text/event-stream", "Unleash-Client-Spec": "5.2.0"}
+    async with aiohttp.ClientSession() as http:
+        stream = await http.get(f"{two.url}/api/client/streaming", headers=headers)
+        reader = Reader(stream)
+        connected = await reader.next()
+        polled = await http.get(f"{two.url}/api/client/features", headers=headers)
+        etag = polled.headers["ETag"]
+        started = time.monotonic()
+        async with http.post(
+            f"{one.url}/api/admin/projects/default/features", json={"name": "x"}, headers=admin
+        ) as resp:
+            assert resp.status == 200
+        event = await asyncio.wait_for(reader.next(), 1.0)
+        took = time.monotonic() - started
+        assert event.event == "unleash-updated"
+        assert [e["feature"]["name"] for e in event.json()["events"]] == ["x"]
+        assert int(event.id or 0) > int(connected.id or 0)
+        again = await http.get(
+            f"{two.url}/api/client/features", headers={**headers, "If-None-Match": etag}
+        )
+        assert again.status == 200
+        assert [f["name"] for f in (await again.json())["features"]] == ["x"]
+        # both replicas give the same ETag for the same revision and query
+        same = await http.get(f"{one.url}/api/client/features", headers=headers)
+        assert same.headers["ETag"] == again.headers["ETag"]
+        stream.close()
+    assert took < 1.0
