@@ -113,6 +113,9 @@ ROUTE_PERMISSIONS = [
     ("GET", "/api/admin/events/{featureName}", "READ"),
     ("GET", "/api/admin/search/events", "READ"),
     ("GET", "/api/admin/audit/diff", "ADMIN"),
+    ("GET", "/api/client/features", "CLIENT"),
+    ("GET", "/api/client/features/{name}", "CLIENT"),
+    ("GET", "/api/client/streaming", "CLIENT"),
 ]
 # The root roles' permissions, as the README documents them (ADMIN implies every other one).
 ROLE_PERMISSIONS = {
@@ -160,8 +163,8 @@ async def test_walk_the_route_table_with_every_kind_of_principal(
     says so. Path parameters are placeholders: past auth, 404 or 400 are fine."""
     principals: dict[str, tuple[dict[str, str], set[str] | None]] = {
         "nobody": ({}, None),
-        "client token": (await api_token(client, "client"), set()),
-        "frontend token": (await api_token(client, "frontend"), set()),
+        "client token": (await api_token(client, "client"), {"CLIENT"}),
+        "frontend token": (await api_token(client, "frontend"), {"FRONTEND"}),
         "admin token": (ADMIN, {"ADMIN", "READ"}),
     }
     for role, granted in ROLE_PERMISSIONS.items():
