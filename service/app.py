@@ -39,6 +39,7 @@ from service.http import BODY_LIMIT, MIDDLEWARES, Content, Route, expect, json_r
 from service.metrics import METRICS, Metrics, prometheus
 from service.privacy import erasure
 from service.projects import handlers as projects
+from service.telemetry import handlers as telemetry
 from service.users.failures import FAILED_SIGN_INS, FailedSignIns
 from service.users.handlers import inactive, search, service_accounts, sessions, tokens, users
 from service.users.limits import SIGN_IN_LIMITS, SignInLimits
@@ -113,6 +114,7 @@ ROUTES: list[Route] = [
     *segments.ROUTES,
     *audit.ROUTES,
     *client.ROUTES,
+    *telemetry.ROUTES,
     *docs.ROUTES,
 ]
 

@@ -75,6 +75,7 @@ TAGS: Final = {
     "service.features.handlers.dependencies": "Dependencies",
     "service.features.handlers.segments": "Segments",
     "service.audit.handlers": "Events and audit",
+    "service.telemetry.handlers": "Client",
 }
 
 PAST_PARAMETER: Final = Param(

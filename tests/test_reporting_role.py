@@ -36,6 +36,9 @@ ROLE = reporting.REPORTING_ROLE
 # covered without being named here; this only proves that the enumeration finds them.
 KNOWN_VIEWS = {
     "reporting.activity_by_actor_day",
+    "reporting.client_instances",
+    "reporting.flag_last_seen",
+    "reporting.flag_usage_hourly",
     "reporting.features",
     "reporting.features_per_project",
     "reporting.personal_access_tokens",
@@ -49,7 +52,8 @@ SECRET_TABLES = {
     "readmodel.user_passwords",
 }
 LOG_TABLES = {"public.events", "public.streams", "public.log_head"}
-# Every relation of the service's schemas (`public` holds the log, sequences, bookkeeping).
+# Every relation of the service's schemas (`public` holds the log, sequences, bookkeeping;
+# `telemetry` what SDKs report).
 RELATIONS = """
 SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) AS name,
        c.relkind::text AS kind, n.nspname AS schema,
@@ -58,7 +62,8 @@ SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) AS name,
         WHERE attrelid = c.oid AND attnum > 0 AND NOT attisdropped
         ORDER BY attnum LIMIT 1) AS first_column
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE n.nspname IN ('public', 'readmodel', 'reporting') AND c.relkind IN ('r', 'p', 'v', 'm', 'S')
+WHERE n.nspname IN ('public', 'readmodel', 'reporting', 'telemetry')
+  AND c.relkind IN ('r', 'p', 'v', 'm', 'S')
 ORDER BY 1
 """
 # Columns that hold a credential's hash, wherever they are.
@@ -68,7 +73,7 @@ SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) AS relation,
 FROM pg_attribute a
 JOIN pg_class c ON c.oid = a.attrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE n.nspname IN ('public', 'readmodel', 'reporting')
+WHERE n.nspname IN ('public', 'readmodel', 'reporting', 'telemetry')
   AND c.relkind IN ('r', 'p', 'v', 'm') AND a.attnum > 0 AND NOT a.attisdropped
   AND (a.attname LIKE '%hash%' OR a.attname LIKE '%password%')
 """

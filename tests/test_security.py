@@ -116,6 +116,8 @@ ROUTE_PERMISSIONS = [
     ("GET", "/api/client/features", "CLIENT"),
     ("GET", "/api/client/features/{name}", "CLIENT"),
     ("GET", "/api/client/streaming", "CLIENT"),
+    ("POST", "/api/client/register", "CLIENT"),
+    ("POST", "/api/client/metrics", "CLIENT"),
 ]
 # The root roles' permissions, as the README documents them (ADMIN implies every other one).
 ROLE_PERMISSIONS = {

@@ -1,0 +1,1 @@
+"""What SDKs report: their registration and their flag evaluations (telemetry, not events)."""
