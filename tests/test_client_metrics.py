@@ -1,6 +1,7 @@
 """The SDKs' reports, POST /api/client/register and /api/client/metrics: what the official
 SDKs send is accepted (202, no body), what Unleash refuses is a 400, nothing is a 500; counts
-add up per flag, environment, application and hour, and reach the reporting views."""
+add up per flag, environment, application and hour, feed lastSeenAt, and reach the reporting
+views."""
 
 from __future__ import annotations
 
@@ -142,6 +143,12 @@ async def accepted(client: Client, path: str, body: Any, headers: dict[str, str]
 async def rows(app: web.Application, query: str = USAGE) -> list[dict[str, Any]]:
     async with app[POOL].acquire() as conn:
         return [dict(r) for r in await conn.fetch(query)]
+
+
+async def feature(client: Client, name: str) -> Any:
+    resp = await client.get(f"{FEATURES}/{name}", headers=ADMIN)
+    assert resp.status == 200
+    return await resp.json()
 
 
 # --- what the SDKs send -------------------------------------------------------------------------
@@ -307,6 +314,7 @@ async def test_unknown_flags_and_flags_counted_zero_times_are_left_out_archived_
     toggles = {"a": {"yes": 0, "no": 0, "variants": {"v": 3}}, "b": {"no": 1}, "nope": {"yes": 9}}
     await accepted(client, METRICS, bucket(toggles), sdk)
     assert [r["feature_name"] for r in await rows(app)] == ["b"]
+    assert (await feature(client, "a"))["lastSeenAt"] is None
 
 
 async def test_the_environment_is_the_tokens_and_default_for_an_admin_token(
@@ -381,6 +389,65 @@ async def test_a_full_bucket_is_one_statement(
         for r in await rows(app, "SELECT count(*), sum(yes) FROM reporting.flag_usage_hourly")
     ]
     assert (count, total) == (2000, 2 * sum(range(1, 2001)))
+
+
+# --- lastSeenAt ---------------------------------------------------------------------------------
+
+
+async def test_last_seen_at_of_the_flag_and_its_environment(
+    client: Client, app: web.Application, sdk: dict[str, str]
+) -> None:
+    before = datetime.now(UTC)
+    assert (await feature(client, "a"))["lastSeenAt"] is None
+    await accepted(client, METRICS, bucket({"a": {"yes": 1}}), sdk)
+    seen = await feature(client, "a")
+    last_seen = datetime.fromisoformat(seen["lastSeenAt"])
+    assert before <= last_seen <= datetime.now(UTC)  # when it was reported, as in Unleash
+    environments = {e["name"]: e["lastSeenAt"] for e in seen["environments"]}
+    assert environments == {"development": seen["lastSeenAt"], "production": None}
+    listed = await (await client.get(FEATURES, headers=ADMIN)).json()
+    assert next(f for f in listed["features"] if f["name"] == "a") == seen
+    assert (await feature(client, "b"))["lastSeenAt"] is None
+    # Seen in production later: the flag's lastSeenAt is the latest of its environments'.
+    await accepted(
+        client, METRICS, bucket({"a": {"no": 1}}), await token(client, environment="production")
+    )
+    again = await feature(client, "a")
+    environments = {e["name"]: e["lastSeenAt"] for e in again["environments"]}
+    assert environments["development"] == seen["lastSeenAt"]
+    assert again["lastSeenAt"] == environments["production"] > seen["lastSeenAt"]
+    seen_rows = await rows(app, "SELECT * FROM reporting.flag_last_seen ORDER BY environment")
+    assert [(r["feature_name"], r["project"], r["environment"]) for r in seen_rows] == [
+        ("a", "default", "development"),
+        ("a", "default", "production"),
+    ]
+
+
+async def test_an_admin_tokens_report_is_seen_in_environment_default(
+    client: Client, sdk: dict[str, str]
+) -> None:
+    """`default` is no environment of this install: the flag was seen, none of its
+    environments was (Unleash records it there the same)."""
+    await accepted(client, METRICS, bucket({"a": {"yes": 1}}), ADMIN)
+    seen = await feature(client, "a")
+    assert seen["lastSeenAt"] is not None
+    assert [e["lastSeenAt"] for e in seen["environments"]] == [None, None]
+
+
+async def test_a_sighting_from_before_the_flag_was_created_is_of_another_flag(
+    client: Client, app: web.Application, sdk: dict[str, str]
+) -> None:
+    """A name used again after its flag was deleted (Unleash deletes archived flags) does not
+    inherit what SDKs reported of the earlier one."""
+    async with app[POOL].acquire() as conn:
+        await conn.execute(
+            "INSERT INTO telemetry.feature_last_seen VALUES ('a', 'development', $1)",
+            datetime(2020, 1, 1, tzinfo=UTC),
+        )
+    seen = await feature(client, "a")
+    assert [seen["lastSeenAt"], *(e["lastSeenAt"] for e in seen["environments"])] == [None] * 3
+    seen_rows = await rows(app, "SELECT project FROM reporting.flag_last_seen")
+    assert seen_rows == [{"project": None}]
 
 
 # --- the reporting role -------------------------------------------------------------------------

@@ -36,21 +36,27 @@ SELECT f.name, f.project, f.type, f.description, f.impression_data, f.stale, f.c
        array(SELECT d.variants::text FROM feature_dependencies d WHERE d.child = f.name
              ORDER BY d.parent) AS parents_variants,
        array(SELECT d.child FROM feature_dependencies d WHERE d.parent = f.name
-             ORDER BY d.child) AS children
+             ORDER BY d.child) AS children,
+       (SELECT max(l.last_seen_at) FROM telemetry.feature_last_seen l
+        WHERE l.feature_name = f.name AND l.last_seen_at >= f.created_at) AS last_seen_at
 FROM features f
 """
 FEATURE_IN_PROJECT = _FEATURE + "WHERE f.name = $1 AND f.project = $2"
 ACTIVE_FEATURES_IN_PROJECT = (
     _FEATURE + "WHERE f.project = $1 AND f.archived_at IS NULL ORDER BY f.name"
 )
-# The environments of each flag's project, with the flag's switch and variants there.
+# The environments of each flag's project, with the flag's switch and variants there, and when
+# an SDK last reported it there (SDK metrics, service/telemetry: not from the log, so a past
+# state shows the latest). A sighting before the flag's creation was of a deleted namesake.
 ENVIRONMENTS_OF = """
 SELECT f.name AS feature, e.name, e.type, e.sort_order, coalesce(fe.enabled, false) AS enabled,
-       coalesce(fe.variants, '[]'::jsonb)::text AS variants
+       coalesce(fe.variants, '[]'::jsonb)::text AS variants, l.last_seen_at
 FROM features f
 JOIN project_environments pe ON pe.project_id = f.project
 JOIN environments e ON e.name = pe.environment
 LEFT JOIN feature_environments fe ON fe.feature_name = f.name AND fe.environment = e.name
+LEFT JOIN telemetry.feature_last_seen l
+       ON l.feature_name = f.name AND l.environment = e.name AND l.last_seen_at >= f.created_at
 WHERE f.name = ANY($1::text[])
 ORDER BY f.name, e.sort_order, e.name
 """

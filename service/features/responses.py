@@ -143,6 +143,7 @@ class FeatureEnvironment(msgspec.Struct, frozen=True, kw_only=True, rename="came
         enabled: bool = False,
         strategies: Sequence[Strategy] = (),
         variants: Sequence[Variant] = (),
+        last_seen_at: datetime | None = None,
     ) -> FeatureEnvironment:
         return cls(
             name=name,
@@ -154,6 +155,7 @@ class FeatureEnvironment(msgspec.Struct, frozen=True, kw_only=True, rename="came
             variant_count=len(variants),
             strategies=list(strategies),
             variants=list(variants),
+            last_seen_at=last_seen_at,
             has_strategies=bool(strategies),
             has_enabled_strategies=any(not s.disabled for s in strategies),
         )
@@ -254,9 +256,10 @@ class Feature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
         environments: Sequence[asyncpg.Record],
         strategies: Sequence[asyncpg.Record],
     ) -> Feature:
-        """A `features` row with its tags, parents and children (arrays), the rows of its
-        project's environments (with the flag's switch and variants there) and its strategies,
-        both in display order."""
+        """A `features` row with its tags, parents and children (arrays) and when an SDK last
+        reported it (in any environment), the rows of its project's environments (with the
+        flag's switch, variants and last report there) and its strategies, both in display
+        order."""
         name = row["name"]
         by_environment: dict[str, list[Strategy]] = {}
         for strategy in strategies:
@@ -272,6 +275,7 @@ class Feature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
                 enabled=e["enabled"],
                 strategies=by_environment.get(e["name"], []),
                 variants=_variants.decode(e["variants"]),
+                last_seen_at=e["last_seen_at"],
             )
             for e in environments
         ]
@@ -286,6 +290,7 @@ class Feature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
             archived=row["archived_at"] is not None,
             created_at=row["created_at"],
             archived_at=row["archived_at"],
+            last_seen_at=row["last_seen_at"],
             environments=built,
             tags=[
                 Tag(value=value, type=tag_type)
