@@ -40,6 +40,7 @@ from service.metrics import METRICS, Metrics, prometheus
 from service.privacy import erasure
 from service.projects import handlers as projects
 from service.telemetry import handlers as telemetry
+from service.telemetry import retention
 from service.users.failures import FAILED_SIGN_INS, FailedSignIns
 from service.users.handlers import inactive, search, service_accounts, sessions, tokens, users
 from service.users.limits import SIGN_IN_LIMITS, SignInLimits
@@ -163,6 +164,9 @@ def create_app(
         "failed_sign_ins": lambda stop: failures.run(app[POOL], stop),
         "erasures": lambda stop: erasure.run(
             app[POOL], stop, settings.erasure_interval_seconds, metrics.committed
+        ),
+        "telemetry_retention": lambda stop: retention.run(
+            app[POOL], stop, settings.client_metrics_retention_days
         ),
     }
     background["client_feed"] = lambda stop: app[CLIENT_FEED].run(stop)  # noqa: PLW0108 - made with the pool

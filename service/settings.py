@@ -68,6 +68,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     erasure_delay_days: Annotated[int, msgspec.Meta(ge=0, le=36500)] = 0
     # How often each replica looks for erasures that are due.
     erasure_interval_seconds: Annotated[float, msgspec.Meta(ge=1, le=86400)] = 60.0
+    # What SDKs report (service/telemetry): hourly counts, and instances not heard from, are
+    # kept this many days.
+    client_metrics_retention_days: Days = 30
 
     @property
     def pg_data_dir(self) -> Path:

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from service import connections
 from service.appkeys import POOL
 from service.features.events import FeatureCreated
+from service.telemetry import retention
 from service.telemetry.commands import MAX_COUNT, MAX_TOGGLES
 from tests import factories
 from tests.conftest import ADMIN
@@ -448,6 +449,31 @@ async def test_a_sighting_from_before_the_flag_was_created_is_of_another_flag(
     assert [seen["lastSeenAt"], *(e["lastSeenAt"] for e in seen["environments"])] == [None] * 3
     seen_rows = await rows(app, "SELECT project FROM reporting.flag_last_seen")
     assert seen_rows == [{"project": None}]
+
+
+# --- retention ----------------------------------------------------------------------------------
+
+
+async def test_counts_and_instances_older_than_the_retention_are_deleted(
+    client: Client, app: web.Application, sdk: dict[str, str]
+) -> None:
+    now = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    for days in (0, 29, 31, 40):
+        await accepted(client, METRICS, bucket({"a": {"yes": 1}}, now - timedelta(days=days)), sdk)
+    await accepted(client, METRICS, bucket({"a": {"yes": 1}}) | {"instanceId": "gone"}, sdk)
+    async with app[POOL].acquire() as conn:
+        await conn.execute(
+            "UPDATE telemetry.client_instances SET last_seen = now() - interval '31 days' "
+            "WHERE instance_id = 'gone'"
+        )
+        await conn.execute("UPDATE telemetry.feature_last_seen SET last_seen_at = '2020-01-01'")
+    assert await retention.delete_expired(app[POOL], 30, batch=1) == 3
+    hours = [r["hour"] for r in await rows(app)]
+    assert hours == [now - timedelta(days=29), now]
+    instances = await rows(app, "SELECT instance_id FROM reporting.client_instances")
+    assert instances == [{"instance_id": "default"}]
+    assert len(await rows(app, "SELECT * FROM reporting.flag_last_seen")) == 1  # kept
+    assert await retention.delete_expired(app[POOL], 30) == 0
 
 
 # --- the reporting role -------------------------------------------------------------------------
