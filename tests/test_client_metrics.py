@@ -289,7 +289,7 @@ async def test_the_hour_is_the_utc_hour_of_the_buckets_stop(
     body = bucket({"a": {"yes": 1}})
     body["bucket"] |= {"start": "2026-11-25T05:59:00+02:00", "stop": "2026-11-25T06:30:00+02:00"}
     await accepted(client, METRICS, body, sdk)
-    body["bucket"] |= {"stop": "2026-11-25T04:10:00"}  # no offset: UTC
+    body["bucket"] |= {"stop": "2026-11-25T04:10:00.123456789Z"}  # nanoseconds (Python SDK)
     await accepted(client, METRICS, body, sdk)
     body["bucket"] |= {"stop": int(HOUR.timestamp() * 1000) + 1}  # milliseconds
     await accepted(client, METRICS, body, sdk)
@@ -544,6 +544,10 @@ async def test_who_may_report(client: Client, sdk: dict[str, str]) -> None:
         (
             bucket({}) | {"bucket": {"start": 1, "stop": "2026-13-01T00:00:00Z", "toggles": {}}},
             "Invalid RFC3339 encoded datetime - at `$.bucket.stop`",
+        ),
+        (
+            bucket({}) | {"bucket": {"start": 1, "stop": "2026-11-25T04:10:00", "toggles": {}}},
+            "Expected `datetime` with a timezone component - at `$.bucket.stop`",
         ),
         (
             bucket({}) | {"bucket": {"start": 1, "stop": 1.5, "toggles": {}}},

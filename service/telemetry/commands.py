@@ -30,16 +30,10 @@ _LAST_MS: Final = 253_402_300_799_999
 Text = Annotated[str, msgspec.Meta(max_length=MAX_TEXT)]
 AppName = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_TEXT)]
 Count = Annotated[int, msgspec.Meta(ge=0, le=MAX_COUNT)]
-# An RFC 3339 time (without an offset: UTC), or milliseconds since 1970 as Joi reads a number
-# (Unleash's own tests send Date.now()).
+# An RFC 3339 time with its offset (Unleash's dateSchema: format date-time), or milliseconds
+# since 1970, as Joi reads a number (Unleash's own tests send Date.now()).
 Instant = (
-    Annotated[
-        datetime,
-        msgspec.Meta(
-            description="An RFC 3339 time; without an offset, UTC",
-            extra_json_schema={"format": "date-time"},
-        ),
-    ]
+    Annotated[datetime, msgspec.Meta(tz=True, description="An RFC 3339 time with its offset")]
     | Annotated[
         int,
         msgspec.Meta(
@@ -52,10 +46,10 @@ Instant = (
 
 
 def instant(value: datetime | int) -> datetime:
-    """An Instant as an aware UTC datetime."""
+    """An Instant as a UTC datetime."""
     if isinstance(value, int):
         return datetime.fromtimestamp(value / 1000, UTC)
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    return value.astimezone(UTC)
 
 
 class _Sdk(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
