@@ -75,6 +75,7 @@ TAGS: Final = {
     "service.features.handlers.dependencies": "Dependencies",
     "service.features.handlers.segments": "Segments",
     "service.audit.handlers": "Events and audit",
+    "service.client.handlers": "Client",
     "service.telemetry.handlers": "Client",
 }
 
@@ -109,7 +110,7 @@ def error_kinds(route: Route) -> list[type[errors.AppError]]:
     - 431 always: a request line (a long query) or a header longer than the parser reads;
     - 408 always: the request's head (or its body) did not arrive in time;
     - 413 and 415 when it reads a body;
-    - 401 and 403 when it needs a principal (a client or frontend token holds no permission);
+    - 401 and 403 when it needs a principal (client and frontend tokens hold only their API's);
     - 404 when its path has parameters (what they name may not exist);
     - 503 always: the database can be unavailable, the service stopping.
     """

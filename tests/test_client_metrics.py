@@ -53,13 +53,18 @@ NODE_REGISTER = {
     "yggdrasilVersion": None,
     "specVersion": "5.2.0",
 }
+# This hour (UTC): reports are counted in the hour of their stop, and a flag created after that
+# hour's end would take them for a deleted namesake's. (A run that crosses the hour's end may
+# see its last reports in the next hour.)
+HOUR = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+_H = f"{HOUR:%Y-%m-%dT%H}"
 NODE_METRICS = {
     "appName": "node-app",
     "instanceId": "node-1",
     "connectionId": "c-1",
     "bucket": {
-        "start": "2026-11-25T04:18:04.511Z",
-        "stop": "2026-11-25T04:18:04.526Z",
+        "start": f"{_H}:00:04.511Z",
+        "stop": f"{_H}:00:04.526Z",
         "toggles": {
             "a": {"yes": 1, "no": 0, "variants": {"v1": 1}},
             "b": {"yes": 0, "no": 1, "variants": {}},
@@ -92,8 +97,8 @@ PYTHON_METRICS = {
     "yggdrasilVersion": "0.20.8",
     "specVersion": "6.1.0",
     "bucket": {
-        "start": "2026-11-25T04:17:54.903562978Z",
-        "stop": "2026-11-25T04:17:54.903883855Z",
+        "start": f"{_H}:00:03.903562978Z",
+        "stop": f"{_H}:00:03.903883855Z",
         "toggles": {
             "b": {"no": 1, "yes": 0, "variants": {}},
             "a": {"no": 0, "yes": 2, "variants": {"v1": 1}},
@@ -103,7 +108,6 @@ PYTHON_METRICS = {
         {"name": "x", "help": "h", "type": "counter", "samples": [{"labels": {}, "value": 0}]}
     ],
 }
-HOUR = datetime(2026, 11, 25, 4, tzinfo=UTC)
 USAGE = """
 SELECT feature_name, environment, app_name, hour, yes, no, variants::text AS variants, project
 FROM reporting.flag_usage_hourly ORDER BY hour, feature_name, environment, app_name
@@ -287,9 +291,10 @@ async def test_the_hour_is_the_utc_hour_of_the_buckets_stop(
     client: Client, app: web.Application, sdk: dict[str, str]
 ) -> None:
     body = bucket({"a": {"yes": 1}})
-    body["bucket"] |= {"start": "2026-11-25T05:59:00+02:00", "stop": "2026-11-25T06:30:00+02:00"}
+    plus_two = f"{HOUR + timedelta(hours=2):%Y-%m-%dT%H}"
+    body["bucket"] |= {"start": f"{plus_two}:00:00+02:00", "stop": f"{plus_two}:00:30+02:00"}
     await accepted(client, METRICS, body, sdk)
-    body["bucket"] |= {"stop": "2026-11-25T04:10:00.123456789Z"}  # nanoseconds (Python SDK)
+    body["bucket"] |= {"stop": f"{_H}:00:10.123456789Z"}  # nanoseconds (Python SDK)
     await accepted(client, METRICS, body, sdk)
     body["bucket"] |= {"stop": int(HOUR.timestamp() * 1000) + 1}  # milliseconds
     await accepted(client, METRICS, body, sdk)
