@@ -60,6 +60,7 @@ bench: install
 	$(BIN)/python -m tests.bench.users
 	$(BIN)/python -m tests.bench.replay
 	$(BIN)/python -m tests.bench.events
+	$(BIN)/python -m tests.bench.client_features
 
 # Container image and Kubernetes (deploy/README.md). podman here needs runc and raised ulimits,
 # kept in deploy/containers.conf. BASE_IMAGE: a registry image (e.g.
