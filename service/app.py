@@ -129,10 +129,13 @@ def create_app(
 ) -> web.Application:
     app = web.Application(middlewares=MIDDLEWARES, client_max_size=BODY_LIMIT)
     app[SETTINGS] = settings
-    app[RESOLVER] = resolver
+    tokens = auth.CachedTokens(resolver)
+    cached: Resolver = tokens
+    app[RESOLVER] = cached
     app[LIFECYCLE] = Lifecycle()
     app[SCHEMA_VERSION] = len(migrations.load_migrations())
     commits = app[COMMITS] = Commits()
+    commits.watchers.setdefault(auth.API_TOKEN_STREAM, []).append(tokens.forget)
     app[ROUTE_TABLE] = {}
     app[PAST_READS] = asyncio.Semaphore(PAST_READS_AT_ONCE)
     metrics = app[METRICS] = Metrics(projection_lags)
@@ -149,7 +152,7 @@ def create_app(
         app[POOL] = await connections.create_pool(
             dsn, settings.db_pool_size, settings.db_command_timeout_seconds
         )
-        feed = app[CLIENT_FEED] = Feed(app[POOL], dsn)
+        feed = app[CLIENT_FEED] = Feed(app[POOL], dsn, commits.watchers)
         commits.listeners.append(feed.committed)
         yield
         metrics.database.close()

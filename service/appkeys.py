@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -56,9 +56,16 @@ class Commits:
 
     position: int = 0
     listeners: list[Callable[[int], None]] = field(default_factory=list)
+    # Stream type -> told when an event of such a stream is committed, before the answer
+    # leaves when this process committed it, by the client feed when another one did (the
+    # cache of API tokens forgets them when one changes: auth.CachedTokens).
+    watchers: dict[str, list[Callable[[], None]]] = field(default_factory=dict)
 
-    def committed(self, position: int) -> None:
+    def committed(self, position: int, stream_types: Collection[str] = ()) -> None:
         self.position = max(self.position, position)
+        for stream_type in stream_types:
+            for watcher in self.watchers.get(stream_type, ()):
+                watcher()
         for listener in self.listeners:
             listener(position)
 

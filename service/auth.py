@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final, Literal
 
@@ -12,6 +13,8 @@ import msgspec
 from service.events import Metadata
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
     import asyncpg
 
     from service.connections import Conn
@@ -114,6 +117,7 @@ class Principal(msgspec.Struct, frozen=True, kw_only=True):
     # What an API token may see of the flags: its environment and projects ("*": all).
     environment: str = "*"
     projects: tuple[str, ...] = ("*",)
+    expires_at: datetime | None = None  # an API token's expiry (it is refused from then on)
 
     def can(self, permission: str) -> bool:
         if permission == OWN_ACCOUNT:  # a person's own business: ADMIN does not imply it
@@ -207,7 +211,68 @@ async def resolve_token(conn: Conn | asyncpg.Pool, token: str) -> Principal | No
         permissions=TOKEN_PERMISSIONS[row["type"]],
         environment=row["environment"],
         projects=tuple(row["projects"]),
+        expires_at=row["expires_at"],
     )
+
+
+API_TOKEN_STREAM: Final = "api-token"  # the stream type of API tokens' events
+CACHED_SECONDS: Final = 5.0
+CACHED_MOST: Final = 10_000
+
+
+class CachedTokens:
+    """API tokens' principals by the hash of their secret, so that an SDK's poll costs no
+    database round trip. Wraps a resolver (`auth.resolve_token`); personal access tokens and
+    unknown tokens always go to it.
+
+    Revocation: `forget` empties the cache; it is called at once when this process commits an
+    event of an API token (service/app.py), and when the client feed sees another process's
+    (woken by the log's NOTIFY, within milliseconds). An entry also lives CACHED_SECONDS at
+    most, whatever happened, and never past the token's expiry. A lookup that was under way
+    while the cache was emptied does not put its (perhaps stale) answer in.
+    """
+
+    def __init__(
+        self,
+        resolve: Callable[[asyncpg.Pool, str], Awaitable[Principal | None]],
+        seconds: float = CACHED_SECONDS,
+    ) -> None:
+        self._resolve = resolve
+        self._seconds = seconds
+        self._entries: dict[str, tuple[Principal, float]] = {}  # hash -> (it, until monotonic)
+        self._generation = 0
+
+    async def __call__(self, pool: asyncpg.Pool, token: str) -> Principal | None:
+        if token.startswith(PAT_PREFIX):
+            return await self._resolve(pool, token)
+        key = hash_secret(token)
+        entry = self._entries.get(key)
+        if entry is not None:
+            if entry[1] > time.monotonic():
+                return entry[0]
+            del self._entries[key]
+        generation = self._generation
+        principal = await self._resolve(pool, token)
+        if principal is None or principal.kind != "api-token":  # a test's principal
+            return principal
+        if generation == self._generation:  # not forgotten meanwhile
+            self._keep(key, principal)
+        return principal
+
+    def _keep(self, key: str, principal: Principal) -> None:
+        now = time.monotonic()
+        until = now + self._seconds
+        if principal.expires_at is not None:
+            left = (principal.expires_at - datetime.now(UTC)).total_seconds()
+            until = min(until, now + left)
+        if len(self._entries) >= CACHED_MOST:
+            self._entries.pop(next(iter(self._entries)))
+        self._entries[key] = (principal, until)
+
+    def forget(self) -> None:
+        """Every token is looked up again (one was created, changed or revoked)."""
+        self._entries.clear()
+        self._generation += 1
 
 
 async def resolve_session(conn: Conn | asyncpg.Pool, cookie: str) -> Principal | None:

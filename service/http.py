@@ -145,7 +145,9 @@ async def transaction(request: web.Request) -> AsyncIterator[Conn]:
 
     def committed(appends: Sequence[store.Appended]) -> None:
         metrics.committed(appends)
-        commits.committed(max(append.position for append in appends))
+        commits.committed(
+            max(append.position for append in appends), {a.stream_type for a in appends}
+        )
 
     async with request.app[POOL].acquire() as conn, store.transaction(conn, committed):
         yield conn

@@ -61,12 +61,13 @@ UNIQUE_CONSTRAINTS: Final[dict[tuple[str, str], tuple[type[AppError], str]]] = {
 
 @dataclass(frozen=True, slots=True)
 class Appended:
-    """One append in a transaction: its events' types, in order, how long it took, and the
-    log position of its last event."""
+    """One append in a transaction: its events' types, in order, how long it took, the log
+    position of its last event, and its stream's type."""
 
     types: tuple[str, ...]
     seconds: float
     position: int = 0
+    stream_type: str = ""
 
 
 # Told what a transaction appended, once its COMMIT succeeded (service.metrics counts it).
@@ -131,5 +132,5 @@ async def append(  # noqa: PLR0913 - the envelope has this many parts
     if unit is not None and unit.conn is conn and recorded:
         types = tuple(record.event.type_name() for record in recorded)
         last = recorded[-1].position or 0
-        unit.appended.append(Appended(types, time.perf_counter() - started, last))
+        unit.appended.append(Appended(types, time.perf_counter() - started, last, stream[0]))
     return recorded

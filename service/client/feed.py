@@ -33,7 +33,7 @@ from service.client.responses import (
 from service.logs import Throttled
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     import asyncpg
 
@@ -79,9 +79,16 @@ class Subscriber:
 
 
 class Feed:
-    def __init__(self, pool: asyncpg.Pool, dsn: str) -> None:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        dsn: str,
+        watchers: Mapping[str, list[Callable[[], None]]] | None = None,
+    ) -> None:
         self.pool = pool
         self.dsn = dsn
+        # Stream type -> told when the log shows an event of such a stream (appkeys.Commits)
+        self.watchers = {} if watchers is None else watchers
         self.model: m.Model = m.EMPTY
         self.ready = asyncio.Event()
         self.wake = asyncio.Event()
@@ -127,6 +134,7 @@ class Feed:
     async def refresh(self) -> None:
         """Read what changed since the model's head, in one snapshot of the database."""
         old = self.model
+        moved: set[str] = set()  # the types of the streams that moved
         async with (
             self.pool.acquire() as conn,
             conn.transaction(isolation="repeatable_read", readonly=True),
@@ -134,7 +142,7 @@ class Feed:
             head = await eventstore.head(conn)
             if head == old.head:
                 return
-            found = await _changes(conn, old, head)
+            found = await _changes(conn, old, head, moved)
             if found is None:
                 new = await _load_all(conn, head)
                 step = Change(new.revision, {}, frozenset(), whole=True)
@@ -154,6 +162,10 @@ class Feed:
             else:  # nothing SDKs see: the same revision, read further
                 new, step = dataclasses.replace(old, head=head), None
         self.model = new
+        for stream_type, watchers in self.watchers.items():
+            if found is None or stream_type in moved:  # None: not every change was looked at
+                for watcher in watchers:
+                    watcher()
         if step is not None:
             self.history.append(step)
             if not self.ready.is_set():
@@ -260,13 +272,15 @@ class _Found:
     segments: set[int] = field(default_factory=set)
 
 
-async def _changes(conn: Conn, old: m.Model, head: int) -> _Found | None:
+async def _changes(conn: Conn, old: m.Model, head: int, moved: set[str]) -> _Found | None:
     """The flags and segments whose streams moved after the model's head, in the order of
-    their last change; None when the whole model is to be read again."""
+    their last change; None when the whole model is to be read again. `moved` gets the types
+    of the streams that moved (not all of them when the answer is None)."""
     if old.head < 0 or head < old.head or head - old.head > MOST_EVENTS:
         return None
     found = _Found(old.revision)
     for change in await eventstore.changed_streams(conn, old.head, head):
+        moved.add(change.stream_type)
         if change.stream_type not in RELEVANT:
             continue
         if change.stream_type in WHOLE_STREAMS:
