@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 from typing import TYPE_CHECKING
 
@@ -40,6 +41,7 @@ HEARTBEAT_SECONDS = 15.0  # a comment line this often keeps idle streams (and pr
 LOOK_SECONDS = 1.0  # a stream notices the service draining within this
 
 
+@functools.lru_cache(maxsize=256)  # an SDK sends the same header with every poll
 def supports_segments(spec: str | None) -> bool:
     """Whether the SDK's declared client spec evaluates segments (Unleash's rule: 4.2.0 or
     later; no header: no). A value that is not a version is a 400, as in Unleash."""

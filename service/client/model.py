@@ -5,6 +5,7 @@ change. What one token with one query sees (`Scope`) is cut from it here, withou
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -110,7 +111,12 @@ class Scope:
         )
 
     def hash(self) -> str:
-        return hashlib.sha256(_encoder.encode(self.query())).hexdigest()[:16]
+        return _query_hash(self)
+
+
+@functools.lru_cache(maxsize=1024)  # every request's ETag names its scope's hash
+def _query_hash(scope: Scope) -> str:
+    return hashlib.sha256(_encoder.encode(scope.query())).hexdigest()[:16]
 
 
 @dataclass(frozen=True, slots=True)
