@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.clientapi import PROJECT, flag, ok, rich_flags, strategy, switch, token
+from tests.clientapi import PROJECT, flag, ok, rich_flags, segment, strategy, switch, token
 from tests.conftest import ADMIN
 
 if TYPE_CHECKING:
@@ -254,3 +254,60 @@ async def test_a_change_is_read_at_once(client: Client) -> None:
         await flag(client, f"f{i}")
         body = await features(client, secret)
         assert [f["name"] for f in body["features"]] == [f"f{j}" for j in range(i + 1)]
+
+
+async def test_a_projects_dropped_environment_turns_its_flags_off(client: Client) -> None:
+    await flag(client, "f")
+    await strategy(client, "f", {"name": "default"})
+    await switch(client, "f")
+    secret = await token(client)
+    assert (await features(client, secret))["features"][0]["enabled"] is True
+    await ok(await client.delete(f"{PROJECT}/environments/development", headers=ADMIN))
+    [off] = (await features(client, secret))["features"]
+    assert off["enabled"] is False
+    assert off["strategies"] == []
+
+
+async def test_segments_are_those_the_tokens_flags_use(client: Client) -> None:
+    made = await rich_flags(client)
+    unused = await segment(
+        client, "unused", [{"contextName": "x", "operator": "IN", "values": ["1"]}]
+    )
+    secret = await token(client)
+    assert [s["id"] for s in (await features(client, secret))["segments"]] == [made["segment"]]
+    await ok(
+        await client.post(
+            "/api/admin/projects", json={"id": "other", "name": "Other"}, headers=ADMIN
+        )
+    )
+    scoped = await token(client, projects=["other"])
+    assert (await features(client, scoped))["segments"] == []
+    assert unused not in [s["id"] for s in (await features(client, secret))["segments"]]
+
+
+async def test_one_flag_has_an_etag_too(client: Client) -> None:
+    await flag(client, "f")
+    secret = await token(client)
+    first = await client.get("/api/client/features/f", headers=auth(secret, **SPEC))
+    etag = first.headers["ETag"]
+    again = await client.get(
+        "/api/client/features/f", headers=auth(secret, **SPEC, **{"If-None-Match": etag})
+    )
+    assert again.status == 304
+    await strategy(client, "f", {"name": "default"})
+    moved = await client.get(
+        "/api/client/features/f", headers=auth(secret, **SPEC, **{"If-None-Match": etag})
+    )
+    assert moved.status == 200
+
+
+async def test_a_prerelease_of_the_segments_spec_gets_them_inlined(client: Client) -> None:
+    secret = await token(client)
+    resp = await client.get(
+        "/api/client/features", headers=auth(secret, **{"Unleash-Client-Spec": "4.2.0-beta.1"})
+    )
+    assert "segments" not in await ok(resp, 200)
+    resp = await client.get(
+        "/api/client/features", headers=auth(secret, **{"Unleash-Client-Spec": "4.2.0+build.7"})
+    )
+    assert "segments" in await ok(resp, 200)

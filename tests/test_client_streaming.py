@@ -4,7 +4,11 @@ events), a change pushed the moment it is committed, and a resume from Last-Even
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
+
+import aiohttp
+import pytest
 
 from tests.clientapi import PROJECT, flag, ok, rich_flags, segment, strategy, switch, token
 from tests.conftest import ADMIN
@@ -89,7 +93,16 @@ async def test_connected_hydrates_then_each_change_is_pushed(client: Client) -> 
     other = await segment(
         client, "unused", [{"contextName": "x", "operator": "IN", "values": ["1"]}]
     )
-    assert (await next_event(reader)).json()["events"][0]["segment"]["id"] == other
+    # a segment no flag uses is nobody's business; once a strategy uses it, it comes first
+    made_strategy = await strategy(client, "banner", {"name": "default", "segments": [other]})
+    events = (await next_event(reader)).json()["events"]
+    assert [e["type"] for e in events] == ["segment-updated", "feature-updated"]
+    assert events[0]["segment"]["id"] == other
+    assert events[1]["feature"]["strategies"][-1]["segments"] == [other]
+    strategies = f"{PROJECT}/features/banner/environments/development/strategies"
+    await ok(await client.delete(f"{strategies}/{made_strategy['id']}", headers=ADMIN))
+    [banner] = (await next_event(reader)).json()["events"]
+    assert banner["type"] == "feature-updated"
     await ok(await client.delete(f"/api/admin/segments/{other}", headers=ADMIN), 200, 204)
     assert (await next_event(reader)).json()["events"] == [
         {
@@ -165,3 +178,40 @@ async def test_who_may_stream(client: Client) -> None:
     frontend = await token(client, kind="frontend")
     assert (await client.get(STREAM, headers=HEADERS)).status == 401
     assert (await client.get(STREAM, headers={**HEADERS, "Authorization": frontend})).status == 403
+
+
+async def test_a_revoked_or_expired_token_loses_its_stream(client: Client) -> None:
+    body = {"tokenName": "t", "type": "client", "environment": "development"}
+    made = await ok(await client.post("/api/admin/api-tokens", json=body, headers=ADMIN))
+    reader = await connect(client, made["secret"])
+    await next_event(reader)
+    await ok(await client.delete(f"/api/admin/api-tokens/{made['id']}", headers=ADMIN))
+    await flag(client, "after")  # not for a revoked token's eyes
+    with pytest.raises((EOFError, aiohttp.ClientPayloadError)):
+        await next_event(reader, 3.0)
+    soon = (datetime.now(UTC) + timedelta(seconds=2)).isoformat()
+    made = await ok(
+        await client.post("/api/admin/api-tokens", json={**body, "expiresAt": soon}, headers=ADMIN)
+    )
+    reader = await connect(client, made["secret"])
+    await next_event(reader)
+    with pytest.raises((EOFError, aiohttp.ClientPayloadError)):
+        await next_event(reader, 5.0)
+
+
+async def test_streams_take_the_pollers_query_and_hear_only_their_environment(
+    client: Client,
+) -> None:
+    await flag(client, "f")
+    headers = {**HEADERS, "Authorization": ADMIN["Authorization"]}
+    resp = await client.get(f"{STREAM}?environment=production&namePrefix=f", headers=headers)
+    reader = Reader(resp)
+    [hydration] = (await next_event(reader)).json()["events"]
+    assert [f["name"] for f in hydration["features"]] == ["f"]
+    await strategy(client, "f", {"name": "default"}, environment="development")  # not ours
+    await strategy(client, "f", {"name": "default"}, environment="production")
+    [change] = (await next_event(reader)).json()["events"]
+    assert change["feature"]["strategies"][0]["name"] == "default"
+    assert len(change["feature"]["strategies"]) == 1
+    bad = await client.get(STREAM, headers={**headers, "Unleash-Client-Spec": "banana"})
+    assert bad.status == 400

@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 
     import asyncpg
 
-    from service.client.responses import Segment
     from service.connections import Conn
 
 log = structlog.get_logger()
@@ -295,11 +294,10 @@ async def _changes(conn: Conn, old: m.Model, head: int, moved: set[str]) -> _Fou
 
 
 def _hydration(model: m.Model, scope: m.Scope) -> Hydration:
-    streamed = m.Scope(scope.environment, scope.projects, scope.name_prefix, scope.tags)
+    streamed = dataclasses.replace(scope, inline_segments=False)
+    features = [model.feature(flag, streamed) for flag in model.visible(streamed)]
     return Hydration(
-        event_id=model.revision,
-        features=[model.feature(flag, streamed) for flag in model.visible(streamed)],
-        segments=list(model.segments.values()),
+        event_id=model.revision, features=features, segments=model.used_segments(features)
     )
 
 
@@ -311,22 +309,27 @@ def _delta(
     old: m.Model | None = None,
 ) -> list[DeltaEvent]:
     """Unleash's delta events for these changed flags and segments, as the scope sees them:
-    a flag it sees now is updated; one it saw before (in a project it sees) is removed."""
-    events: list[DeltaEvent] = []
-    for segment_id in sorted(segments):
-        segment: Segment | None = model.segments.get(segment_id)
-        if segment is None:
-            events.append(SegmentRemoved(event_id=model.revision, segment_id=segment_id))
-        else:
-            events.append(SegmentUpdated(event_id=model.revision, segment=segment))
+    a flag it sees now is updated (unless it is the same for it: another environment's
+    change), one it saw before (in a project it sees) is removed; a changed segment is sent
+    when its flags use it, and every segment an updated flag uses goes before that flag."""
+    scope = dataclasses.replace(scope, inline_segments=False)
+    changes: list[DeltaEvent] = []
+    needed: set[int] = set()
     for name, project_before in flags.items():
         flag = model.flags.get(name)
-        if flag is not None and scope.shows(flag):
-            events.append(
-                FeatureUpdated(event_id=model.revision, feature=flag.feature(scope.environment))
-            )
-            continue
         before = old.flags.get(name) if old is not None else None
+        if flag is not None and scope.shows(flag):
+            feature = model.feature(flag, scope)
+            if (
+                old is not None
+                and before is not None
+                and scope.shows(before)
+                and old.feature(before, scope) == feature
+            ):
+                continue  # the same for this scope: another environment changed
+            needed.update(i for s in feature.strategies for i in s.segments or ())
+            changes.append(FeatureUpdated(event_id=model.revision, feature=feature))
+            continue
         was_seen = (
             scope.shows(before)
             if before is not None
@@ -336,9 +339,27 @@ def _delta(
         if was_seen:
             project = before.project if before is not None else project_before
             assert project is not None
-            events.append(
+            changes.append(
                 FeatureRemoved(event_id=model.revision, feature_name=name, project=project)
             )
+    return _segment_events(model, scope, segments, needed) + changes
+
+
+def _segment_events(
+    model: m.Model, scope: m.Scope, changed: set[int], needed: set[int]
+) -> list[DeltaEvent]:
+    """The changed segments the scope's flags use (or removed), and those `needed`."""
+    if changed:
+        visible = (model.feature(flag, scope) for flag in model.visible(scope))
+        needed = needed | {s.id for s in model.used_segments(visible) if s.id in changed}
+    events: list[DeltaEvent] = []
+    for segment_id in sorted(changed | needed):
+        segment = model.segments.get(segment_id)
+        if segment is None:
+            if segment_id in changed:
+                events.append(SegmentRemoved(event_id=model.revision, segment_id=segment_id))
+        elif segment_id in needed:
+            events.append(SegmentUpdated(event_id=model.revision, segment=segment))
     return events
 
 
@@ -356,6 +377,9 @@ async def _rows(conn: Conn, names: list[str] | None, *, with_segments: bool) -> 
         tags=await conn.fetch(queries.TAGS, names),
         dependencies=await conn.fetch(queries.DEPENDENCIES, names),
         segments=await conn.fetch(queries.SEGMENTS) if with_segments else [],
+        project_environments=await conn.fetch(queries.PROJECT_ENVIRONMENTS)
+        if names is None
+        else (),
     )
 
 
@@ -367,6 +391,7 @@ async def _load_all(conn: Conn, head: int) -> m.Model:
         revision=revision,
         flags=dict(sorted(m.flags_from(rows).items())),
         segments=m.segments_from(rows.segments),
+        project_environments=m.project_environments_from(rows.project_environments),
     )
 
 

@@ -4,14 +4,16 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import re
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from service import auth, errors
-from service.appkeys import CLIENT_FEED, COMMITS, LIFECYCLE
+from service import auth, connections, errors
+from service.appkeys import CLIENT_FEED, COMMITS, LIFECYCLE, POOL, RESOLVER
 from service.client import model as m
 from service.client.responses import Feature, Features
 from service.http import (
@@ -34,7 +36,7 @@ SPEC_HEADER = "Unleash-Client-Spec"
 SEGMENTS_SPEC = (4, 2, 0)
 _SEMVER = re.compile(
     r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
-    r"(?:-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$"
+    r"(-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$"
 )
 DEFAULT_ENVIRONMENT = "default"  # what a token for every environment reads, as in Unleash
 HEARTBEAT_SECONDS = 15.0  # a comment line this often keeps idle streams (and proxies) open
@@ -51,22 +53,20 @@ def supports_segments(spec: str | None) -> bool:
     if found is None:
         kind = "prefix" if not spec[:1].isdigit() else "SemVer"
         raise errors.ValidationError(f'Invalid {kind} in the {SPEC_HEADER} header: "{spec}".')
-    return tuple(int(part) for part in found.groups()) >= SEGMENTS_SPEC
+    version = tuple(int(part) for part in found.groups()[:3])
+    prerelease = found.group(4) is not None  # 4.2.0-beta.1 comes before 4.2.0 (semver)
+    return version > SEGMENTS_SPEC or (version == SEGMENTS_SPEC and not prerelease)
 
 
-def scope_of(request: web.Request, *, streaming: bool = False) -> m.Scope:
+def scope_of(request: web.Request) -> m.Scope:
     """The token's environment and projects, with the query's filters (a token for some
     projects sees those only, whatever the query asks; one for every environment may name
     one with `environment`)."""
     who = principal(request)
     environment = who.environment
     if environment == "*":
-        environment = (query_param(request, "environment") if not streaming else None) or (
-            DEFAULT_ENVIRONMENT
-        )
+        environment = query_param(request, "environment") or DEFAULT_ENVIRONMENT
     token_projects = None if "*" in who.projects else frozenset(who.projects)
-    if streaming:
-        return m.Scope(environment, token_projects)
     asked = frozenset(query_values(request, "project")) - {"*"} or None
     projects = token_projects if token_projects is not None else asked
     tags: set[tuple[str, str]] = set()
@@ -124,7 +124,13 @@ async def client_feature(request: web.Request) -> web.Response:
     flag = model.flags.get(name)
     if flag is None or not scope.shows(flag):
         raise errors.NotFound(f"Could not find feature flag {name}")
-    return json_response(model.feature(flag, scope))
+    etag = model.etag(scope, name)
+    headers = {"ETag": etag, "Cache-Control": "no-cache"}
+    if _matches(request.headers.get("If-None-Match"), etag):
+        return web.Response(status=304, headers=headers)
+    response = json_response(model.feature(flag, scope))
+    response.headers.update(headers)
+    return response
 
 
 async def client_streaming(request: web.Request) -> web.StreamResponse:
@@ -132,7 +138,8 @@ async def client_streaming(request: web.Request) -> web.StreamResponse:
     (every flag, or what changed since the Last-Event-ID a reconnecting client sends), then
     `unleash-updated` for each change, the moment it is committed; each event's id is the
     revision it brings the client to."""
-    scope = scope_of(request, streaming=True)
+    # The SDKs' streams evaluate segments themselves (they declare spec 5.2.0 or later)
+    scope = dataclasses.replace(scope_of(request), inline_segments=False)
     last = request.headers.get("Last-Event-ID", "").strip()
     last_event_id = int(last) if last.isascii() and last.isdigit() and len(last) <= 18 else None
     feed, _ = await _model(request)
@@ -153,13 +160,15 @@ async def client_streaming(request: web.Request) -> web.StreamResponse:
             try:
                 data = await asyncio.wait_for(subscriber.queue.get(), LOOK_SECONDS)
             except TimeoutError:
+                data = None
+            if data == b"" or not await _still_allowed(request):  # the feed stopped; revoked
+                break
+            if data is None:
                 quiet += LOOK_SECONDS
                 if quiet >= HEARTBEAT_SECONDS:
                     quiet = 0.0
                     await response.write(b": heartbeat\n\n")
                 continue
-            if not data:  # the feed stopped
-                break
             quiet = 0.0
             await response.write(data)
     except ConnectionResetError:  # the client went away
@@ -167,6 +176,25 @@ async def client_streaming(request: web.Request) -> web.StreamResponse:
     finally:
         feed.unsubscribe(subscriber)
     return response
+
+
+async def _still_allowed(request: web.Request) -> bool:
+    """Whether the stream's token still works: a revoked or expired token's stream ends (its
+    SDK reconnects and gets 401). Looked up through the cache of tokens, which forgets them
+    the moment any token changes; while the database cannot say, the stream goes on."""
+    who = principal(request)
+    if who.expires_at is not None and who.expires_at <= datetime.now(UTC):
+        return False
+    token = auth.token_from_header(request.headers.get("Authorization"))
+    if who.kind != "api-token" or not token:
+        return True
+    try:
+        now = await request.app[RESOLVER](request.app[POOL], token)
+    except Exception as exc:
+        if connections.is_unavailable(exc):
+            return True
+        raise
+    return now is not None and now.id == who.id
 
 
 _FILTERS = (
@@ -190,7 +218,7 @@ ROUTES = [
         "/api/client/features/{name}",
         client_feature,
         auth.CLIENT,
-        ok={200: Feature},
+        ok={200: Feature, 304: None},
         query=_FILTERS,
     ),
     Route(
@@ -198,6 +226,7 @@ ROUTES = [
         "/api/client/streaming",
         client_streaming,
         auth.CLIENT,
+        query=_FILTERS,
         ok={
             200: Content(
                 ("text/event-stream",),

@@ -59,13 +59,16 @@ class Flag:
     tags: frozenset[tuple[str, str]]
     dependencies: tuple[Dependency, ...]
     # The flag as one environment's SDKs see it, made once per flag and environment.
-    _seen: dict[str, Feature] = field(default_factory=dict, compare=False)
+    _seen: dict[tuple[str, bool], Feature] = field(default_factory=dict, compare=False)
 
-    def feature(self, environment: str) -> Feature:
-        found = self._seen.get(environment)
+    def feature(self, environment: str, *, available: bool = True) -> Feature:
+        """In an environment its project does not have (any more), a flag is off, with no
+        strategies or variants (Unleash deletes its environment's rows when a project drops
+        an environment)."""
+        found = self._seen.get((environment, available))
         if found is None:
-            env = self.environments.get(environment, _OFF)
-            found = self._seen[environment] = Feature(
+            env = self.environments.get(environment, _OFF) if available else _OFF
+            found = self._seen[environment, available] = Feature(
                 name=self.name,
                 type=self.type,
                 description=self.description,
@@ -128,6 +131,8 @@ class Model:
     revision: int
     flags: Mapping[str, Flag]  # by name, in name order
     segments: Mapping[int, Segment]  # by id, in id order
+    # Each project's environments: a flag is off in the others.
+    project_environments: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
     def visible(self, scope: Scope) -> list[Flag]:
         return [flag for flag in self.flags.values() if scope.shows(flag)]
@@ -135,7 +140,8 @@ class Model:
     def feature(self, flag: Flag, scope: Scope) -> Feature:
         """The flag as the scope's SDKs evaluate it; segments inlined into the constraints of
         each strategy for SDKs that do not declare segment support."""
-        feature = flag.feature(scope.environment)
+        available = scope.environment in self.project_environments.get(flag.project, ())
+        feature = flag.feature(scope.environment, available=available)
         if not scope.inline_segments:
             return feature
         strategies = [
@@ -155,17 +161,27 @@ class Model:
         segment = self.segments.get(segment_id)
         return [] if segment is None else segment.constraints
 
-    def etag(self, scope: Scope) -> str:
+    def etag(self, scope: Scope, name: str | None = None) -> str:
+        """Of the whole list, or of one flag (`name`)."""
+        if name is not None:
+            return f'"{scope.hash()}:{self.revision}:{name}"'
         return f'"{scope.hash()}:{self.revision}:v1"'
+
+    def used_segments(self, features: Iterable[Feature]) -> list[Segment]:
+        """The segments these flags' strategies use (Unleash sends every segment that any
+        strategy uses; a token here learns only of those its own flags use)."""
+        used = {i for f in features for s in f.strategies for i in s.segments or ()}
+        return [segment for i, segment in self.segments.items() if i in used]
 
     def features(self, scope: Scope) -> Features:
         etag = self.etag(scope)
+        features = [self.feature(flag, scope) for flag in self.visible(scope)]
         return Features(
             version=VERSION,
-            features=[self.feature(flag, scope) for flag in self.visible(scope)],
+            features=features,
             query=scope.query(),
             meta=Meta(revision_id=self.revision, etag=etag, query_hash=scope.hash()),
-            segments=None if scope.inline_segments else list(self.segments.values()),
+            segments=None if scope.inline_segments else self.used_segments(features),
         )
 
 
@@ -185,6 +201,7 @@ class Rows:
     tags: Sequence[asyncpg.Record]
     dependencies: Sequence[asyncpg.Record]
     segments: Sequence[asyncpg.Record]
+    project_environments: Sequence[asyncpg.Record] = ()
 
 
 def flags_from(rows: Rows) -> dict[str, Flag]:
@@ -246,6 +263,13 @@ def _order(item: tuple[int, str, Strategy]) -> tuple[int, str]:
     return item[0], item[1]
 
 
+def project_environments_from(rows: Iterable[asyncpg.Record]) -> dict[str, frozenset[str]]:
+    found: dict[str, set[str]] = {}
+    for r in rows:
+        found.setdefault(r["project_id"], set()).add(r["environment"])
+    return {project: frozenset(envs) for project, envs in found.items()}
+
+
 def segments_from(rows: Iterable[asyncpg.Record]) -> dict[int, Segment]:
     return {
         r["id"]: Segment(
@@ -275,4 +299,5 @@ def updated(
         revision=revision,
         flags=dict(sorted(merged.items())),
         segments=model.segments if segments is None else segments,
+        project_environments=model.project_environments,
     )

@@ -29,3 +29,4 @@ WHERE $1::text[] IS NULL OR child = ANY($1::text[])
 ORDER BY child, parent
 """
 SEGMENTS = "SELECT id, name, constraints::text AS constraints FROM segments ORDER BY id"
+PROJECT_ENVIRONMENTS = "SELECT project_id, environment FROM project_environments"
