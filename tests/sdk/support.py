@@ -1,0 +1,300 @@
+"""What the SDK tests share: the service as a real process with flags worth evaluating, the
+contexts they are evaluated for, the reference answers, admin calls and the service's log."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import aiohttp
+from yggdrasil_engine.engine import UnleashEngine
+
+from tests.clientapi import PROJECT, env_path, flag, ok, rich_flags, strategy, switch
+from tests.conftest import ADMIN, ADMIN_TOKEN
+from tests.processes import wait_ready
+
+if TYPE_CHECKING:
+    from tests.processes import Harness, Server
+
+ENVIRONMENT = "development"
+# Every flag the SDKs are asked about: rich_flags' (a gradual rollout with constraints, a
+# segment and strategy variants, depending on a parent; environment variants; a disabled and a
+# tagged flag), a second rollout, three more dependents, and one that does not exist.
+FLAGS = [
+    "checkout",
+    "parent",
+    "banner",
+    "dormant",
+    "tagged",
+    "gate",  # a rollout of its own: 30% of users
+    "ungated",  # needs gate off
+    "wide-addon",  # needs banner's variant "wide"
+    "orphan",  # on, but needs dormant (off everywhere)
+    "no-such-flag",
+]
+# One client token per SDK and mode (and one for the tests' own reads): the service's request
+# log tells who asked what.
+CLIENTS = ("python-polling", "python-streaming", "node-polling", "node-streaming")
+REFERENCE = "reference"
+
+
+def _contexts() -> list[dict[str, Any]]:
+    """50 contexts: users in and out of the segment's regions, the legacy app (refused by a
+    constraint), the two listed users, sessions without a user (the rollout is sticky on
+    userId: off; banner's variants stick to the session), and a few with more fields."""
+    regions = ["eu", "us", "asia", "eu", "us"]
+    contexts: list[dict[str, Any]] = [
+        {
+            "userId": f"user-{n}",
+            "appName": "legacy" if n % 7 == 3 else "shop",
+            "properties": {"region": regions[n % len(regions)]},
+        }
+        for n in range(36)
+    ]
+    contexts += [
+        {"userId": "vip-1", "appName": "legacy", "properties": {"region": "asia"}},
+        {"userId": "vip-2", "appName": "shop"},
+        {"userId": "vip-3", "appName": "shop", "properties": {"region": "eu"}},
+    ]
+    contexts += [
+        {"sessionId": f"session-{n}", "appName": "shop", "properties": {"region": "eu"}}
+        for n in range(6)
+    ]
+    contexts += [
+        {"userId": "user-7", "sessionId": "s-77", "appName": "shop", "remoteAddress": "10.0.0.7"},
+        {"userId": "user-8", "appName": "shop", "properties": {"region": "EU"}},  # case matters
+        {"userId": "user-9", "appName": "shop", "properties": {"region": "us", "plan": "pro"}},
+        {"userId": "user-100", "appName": "shop", "properties": {"region": "us"}},
+        {"userId": "user-101", "appName": "shop", "properties": {"region": "eu"}},
+    ]
+    return contexts
+
+
+CONTEXTS = _contexts()
+
+
+@dataclass
+class Service:
+    """The service process, seeded; `tokens` and `token_ids` by client (CLIENTS)."""
+
+    server: Server
+    tokens: dict[str, str] = field(default_factory=dict)
+    token_ids: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    @property
+    def api(self) -> str:
+        """What an SDK is given: the base of /api/client."""
+        return f"{self.server.url}/api"
+
+    def requests(self, client: str) -> list[tuple[str, str, int]]:
+        """(method, path, status) of every request the client's token made so far (each is
+        logged once answered: a stream once it ends)."""
+        who = f"api-token:{self.token_ids[client]}"
+        found = []
+        for line in self.server.stdout().splitlines():
+            record = json.loads(line)
+            if record.get("event") == "request" and record.get("principal") == who:
+                found.append((record["method"], record["path"], record["status"]))
+        return found
+
+
+async def seed(server: Server) -> Service:
+    await wait_ready(server)
+    service = Service(server)
+    async with aiohttp.ClientSession(base_url=server.url) as client:
+        await rich_flags(client)
+        await flag(client, "gate")
+        rollout = {"rollout": "30", "stickiness": "userId", "groupId": "gate"}
+        await strategy(client, "gate", {"name": "flexibleRollout", "parameters": rollout})
+        await switch(client, "gate")
+        await dependent(client, "ungated", {"feature": "gate", "enabled": False})
+        await dependent(
+            client, "wide-addon", {"feature": "banner", "enabled": True, "variants": ["wide"]}
+        )
+        await dependent(client, "orphan", {"feature": "dormant", "enabled": True})
+        for name in (*CLIENTS, REFERENCE):
+            body = {"tokenName": name, "type": "client", "environment": ENVIRONMENT}
+            made = await ok(await client.post("/api/admin/api-tokens", json=body, headers=ADMIN))
+            service.tokens[name] = made["secret"]
+            service.token_ids[name] = made["id"]
+    return service
+
+
+async def dependent(client: Any, name: str, dependency: dict[str, Any]) -> None:
+    """A flag on for everyone (a default strategy), but for its parent dependency."""
+    await flag(client, name)
+    await strategy(client, name, {"name": "default"})
+    await switch(client, name)
+    path = f"{PROJECT}/features/{name}/dependencies"
+    await ok(await client.post(path, json=dependency, headers=ADMIN))
+
+
+def watched_flag(service: Service, name: str) -> int:
+    """A flag for one test of change propagation: off; once on, on for region eu only (by a
+    segment of its own, which the test may change). Returns the segment's id."""
+    body = {
+        "name": name,
+        "constraints": [{"contextName": "region", "operator": "IN", "values": ["eu"]}],
+    }
+    segment_id = int(admin_ok(service, "POST", "/api/admin/segments", body)["id"])
+    admin_ok(service, "POST", f"{PROJECT}/features", {"name": name})
+    strategy = {"name": "default", "segments": [segment_id]}
+    admin_ok(service, "POST", f"{env_path(name)}/strategies", strategy)
+    return segment_id
+
+
+EU = {"userId": "u-1", "properties": {"region": "eu"}}
+US = {"userId": "u-1", "properties": {"region": "us"}}
+
+
+@dataclass(frozen=True)
+class Step:
+    """A change made through the admin API, and what an SDK answers once it knows of it:
+    is_enabled(flag, context) becomes `enabled` (it was the other before)."""
+
+    what: str
+    method: str
+    path: str
+    body: Any
+    context: dict[str, Any]
+    enabled: bool
+
+
+def changes(name: str, segment_id: int) -> list[Step]:
+    """For a watched_flag: switched on (eu on), its segment changed to us (us on, eu off),
+    archived (off): in streaming, a feature-updated, a segment-updated and a feature-removed."""
+    us_only = [{"contextName": "region", "operator": "IN", "values": ["us"]}]
+    return [
+        Step("switched on", "POST", f"{env_path(name)}/on", None, EU, True),
+        Step(
+            "segment changed",
+            "PUT",
+            f"/api/admin/segments/{segment_id}",
+            {"name": name, "constraints": us_only},
+            US,
+            True,
+        ),
+        Step("archived", "DELETE", f"{PROJECT}/features/{name}", None, US, False),
+    ]
+
+
+def start_service(harness: Harness, dsn: str) -> Service:
+    server = harness.start(harness.new_dir(), DATABASE_URL=dsn, INIT_ADMIN_API_TOKENS=ADMIN_TOKEN)
+    return asyncio.run(seed(server))
+
+
+def admin(service: Service, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    """One admin API call, synchronously (the SDKs' tests are synchronous)."""
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(
+        f"{service.url}{path}", data=data, method=method, headers={**ADMIN}
+    )
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as resp:
+            raw = resp.read()
+            return resp.status, json.loads(raw) if raw else None
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"null")
+
+
+def admin_ok(service: Service, method: str, path: str, body: Any = None) -> Any:
+    status, answer = admin(service, method, path, body)
+    assert status in (200, 201, 202, 204), (method, path, status, answer)
+    return answer
+
+
+def wait_until(what: str, check: Any, timeout: float = 10.0, step: float = 0.05) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"{what}: not within {timeout} s"
+        time.sleep(step)
+
+
+def report(client: str, took: dict[str, float]) -> None:
+    """The measured propagation times, in the output of `pytest -s` (and on failure)."""
+    print(client, " ".join(f"{what}: {s * 1000:.0f} ms" for what, s in took.items()))  # noqa: T201
+
+
+# --- what the flags answer ---------------------------------------------------------------------
+
+
+def answer(enabled: bool, variant: dict[str, Any]) -> dict[str, Any]:
+    """One flag for one context, as every SDK and the service can say it: whether it is on,
+    and its variant (name, enabled, payload: none and an empty one are one thing; whether the
+    flag was on, which the SDKs repeat in the variant)."""
+    return {
+        "enabled": enabled,
+        "variant": {
+            "name": variant["name"],
+            "enabled": variant["enabled"],
+            "payload": variant.get("payload") or None,
+            "feature_enabled": variant["feature_enabled"],
+        },
+    }
+
+
+def client_features(service: Service) -> str:
+    """GET /api/client/features as an SDK of spec 5.2.0 reads it (segments apart)."""
+    request = urllib.request.Request(
+        f"{service.api}/client/features",
+        headers={"Authorization": service.tokens[REFERENCE], "Unleash-Client-Spec": "5.2.0"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as resp:
+        return str(resp.read().decode())
+
+
+def engine_answers(state: str) -> list[list[dict[str, Any]]]:
+    """Every flag for every context, evaluated by Unleash's engine (yggdrasil) on a client
+    features body: what the service's client API means, as the engine reads it."""
+    engine = UnleashEngine()
+    assert engine.take_state(state) is None
+    results = []
+    for context in CONTEXTS:
+        row = []
+        for name in FLAGS:
+            variant = engine.check_variant(name, context).variant
+            row.append(
+                answer(
+                    engine.check_enabled(name, context).is_enabled,
+                    {
+                        "name": variant.name,
+                        "enabled": variant.enabled,
+                        "payload": variant.payload,
+                        "feature_enabled": variant.feature_enabled,
+                    },
+                )
+            )
+        results.append(row)
+    return results
+
+
+def assert_meaningful(results: list[list[dict[str, Any]]]) -> None:
+    """The contexts exercise every rule: the rollout answers both ways, with both variants;
+    the dependents, the environment variants and the unknown flag do what they should."""
+    by_flag = {name: [row[i] for row in results] for i, name in enumerate(FLAGS)}
+
+    def variants(name: str) -> set[str]:
+        return {a["variant"]["name"] for a in by_flag[name]}
+
+    assert {a["enabled"] for a in by_flag["checkout"]} == {True, False}
+    assert {a["enabled"] for a in by_flag["gate"]} == {True, False}
+    assert variants("checkout") == {"red", "blue", "disabled"}
+    assert variants("banner") == {"wide", "narrow"}
+    assert all(a["enabled"] for a in by_flag["parent"])
+    assert not any(a["enabled"] for a in by_flag["dormant"] + by_flag["orphan"])
+    assert not any(a["enabled"] for a in by_flag["no-such-flag"])
+    for row in results:
+        got = dict(zip(FLAGS, row, strict=True))
+        assert got["ungated"]["enabled"] == (not got["gate"]["enabled"])
+        assert got["wide-addon"]["enabled"] == (got["banner"]["variant"]["name"] == "wide")

@@ -1,0 +1,197 @@
+"""The official Node SDK (npm unleash-client, its own evaluation in JavaScript) against the
+service as a real process, run with the machine's node by tests/sdk/node/evaluate.js: it
+answers as Unleash's engine reads the service's flags, in polling and in streaming mode; a
+change made through the admin API reaches it (next poll; within a second when streaming)."""
+
+from __future__ import annotations
+
+import json
+import queue
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from tests.sdk.support import (
+    CONTEXTS,
+    ENVIRONMENT,
+    FLAGS,
+    Service,
+    admin_ok,
+    answer,
+    assert_meaningful,
+    changes,
+    client_features,
+    engine_answers,
+    report,
+    watched_flag,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+pytestmark = pytest.mark.process
+
+PACKAGE = Path(__file__).resolve().parent / "node"
+SDK_VERSION = "6.12.1"  # package.json pins it; package-lock.json pins the rest
+REPLY_SECONDS = 20.0  # the script's own waits are 15 s
+POLL_MS = 1000
+STREAMED_SECONDS = 1.0
+POLLED_SECONDS = POLL_MS / 1000 + 1.0
+
+
+@pytest.fixture(scope="module")
+def node_package() -> Path:
+    """tests/sdk/node with its node_modules, installed from the lock file when absent."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        pytest.fail("the Node SDK tests need node (>= 20) and npm on the PATH")
+    installed = PACKAGE / "node_modules" / "unleash-client" / "package.json"
+    if not installed.exists() or json.loads(installed.read_text())["version"] != SDK_VERSION:
+        done = subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+            cwd=PACKAGE,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+    return PACKAGE
+
+
+class NodeSdk:
+    """evaluate.js in a process of its own, spoken to in JSON lines."""
+
+    def __init__(self, package: Path, service: Service, client: str, app_name: str) -> None:
+        self.client = client
+        self.streaming = client.endswith("-streaming")
+        self.proc = subprocess.Popen(
+            ["node", str(package / "evaluate.js")],
+            cwd=package,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.stderr: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._drain, daemon=True).start()
+        self.send(
+            {
+                "url": f"{service.api}/",
+                "token": service.tokens[client],
+                "appName": app_name,
+                "instanceId": f"{app_name}-1",
+                "environment": ENVIRONMENT,
+                "mode": "streaming" if self.streaming else "polling",
+                "refreshMs": POLL_MS,
+                "metricsMs": 1000,
+                "flags": FLAGS,
+                "contexts": CONTEXTS,
+            }
+        )
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+
+    def _drain(self) -> None:
+        assert self.proc.stderr is not None
+        self.stderr.extend(self.proc.stderr)
+
+    def send(self, message: Any) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message) + "\n")
+        self.proc.stdin.flush()
+
+    def expect(self, event: str) -> dict[str, Any]:
+        try:
+            line = self.lines.get(timeout=REPLY_SECONDS)
+        except queue.Empty:
+            pytest.fail(f"no {event} from evaluate.js within {REPLY_SECONDS} s: {self.stderr}")
+        message: dict[str, Any] = json.loads(line)
+        assert message["event"] == event, (message, self.stderr)
+        return message
+
+    def start(self) -> None:
+        synchronized = self.expect("synchronized")
+        assert synchronized["mode"] == ("streaming" if self.streaming else "polling")
+
+    def answers(self) -> list[list[dict[str, Any]]]:
+        self.send({"evaluate": True})
+        results = self.expect("evaluated")["results"]
+        return [[answer(a["enabled"], a["variant"]) for a in row] for row in results]
+
+    def finish(self, *, metrics: bool = False) -> dict[str, Any]:
+        """What the SDK saw of the service (once it sent its metrics, with `metrics`)."""
+        self.send({"finish": {"metrics": metrics}})
+        done = self.expect("done")
+        assert self.proc.wait(timeout=10) == 0
+        return done
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=10)
+        for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                pipe.close()
+
+
+@pytest.fixture(params=["node-polling", "node-streaming"])
+def sdk(request: pytest.FixtureRequest, service: Service, node_package: Path) -> Iterator[NodeSdk]:
+    test = request.node.originalname.removeprefix("test_")
+    sdk = NodeSdk(node_package, service, request.param, f"{request.param}-{test}")
+    try:
+        yield sdk
+    finally:
+        sdk.stop()
+
+
+def assert_mode(service: Service, sdk: NodeSdk, done: dict[str, Any]) -> None:
+    """A streaming SDK never polled (nor fell back to polling); a polling one did, and was
+    told 304 when nothing moved. No SDK saw an error."""
+    assert done["mode"] == ("streaming" if sdk.streaming else "polling"), done
+    assert done["errors"] == [], done
+    reads = {(p, s) for m, p, s in service.requests(sdk.client) if p.startswith("/api/client/f")}
+    if sdk.streaming:
+        assert reads == set()
+    else:
+        assert reads == {("/api/client/features", 200), ("/api/client/features", 304)}
+
+
+def test_answers_as_the_engine_reads_the_service(service: Service, sdk: NodeSdk) -> None:
+    sdk.start()
+    expected = engine_answers(client_features(service))
+    assert_meaningful(expected)
+    for context, want, got in zip(CONTEXTS, expected, sdk.answers(), strict=True):
+        assert got == want, context
+    time.sleep(POLL_MS / 1000 * 1.5)  # a poll with nothing changed
+    assert_mode(service, sdk, sdk.finish())
+
+
+def test_a_change_reaches_it(service: Service, sdk: NodeSdk) -> None:
+    """Switched on, its segment changed, archived: each reaches the SDK by its next poll, or
+    within a second when it streams."""
+    name = f"watch-{sdk.client}"
+    steps = changes(name, watched_flag(service, name))
+    sdk.start()
+    bound = STREAMED_SECONDS if sdk.streaming else POLLED_SECONDS
+    took: dict[str, float] = {}
+    for step in steps:
+        sdk.send({"wait": {"flag": name, "context": step.context, "enabled": step.enabled}})
+        assert sdk.expect("waiting")["enabled"] is not step.enabled
+        admin_ok(service, step.method, step.path, step.body)
+        started = time.monotonic()
+        sdk.expect("seen")
+        took[step.what] = time.monotonic() - started
+    report(sdk.client, took)
+    assert max(took.values()) < bound, took
+    assert_mode(service, sdk, sdk.finish())
