@@ -20,6 +20,7 @@ from tests.processes import wait_ready
 
 if TYPE_CHECKING:
     from tests.processes import Harness, Server
+    from tests.sdk.proxy import Connection
 
 ENVIRONMENT = "development"
 # Every flag the SDKs are asked about: rich_flags' (a gradual rollout with constraints, a
@@ -185,6 +186,25 @@ def changes(name: str, segment_id: int) -> list[Step]:
         ),
         Step("archived", "DELETE", f"{PROJECT}/features/{name}", None, US, False),
     ]
+
+
+def assert_resumed(streams: list[Connection], name: str) -> None:
+    """Two streams, the second a resumption of the first: it sent the id of the first one's
+    last event as Last-Event-ID, and was told only what changed since (the flag switched on
+    while it was away), not everything again."""
+    first, second = streams
+    assert first.header("Last-Event-ID") is None
+    assert first.events()[0]["event"] == "unleash-connected"
+    (hydration,) = json.loads(first.events()[0]["data"])["events"]
+    assert hydration["type"] == "hydration"
+    last_id = first.events()[-1]["id"]
+    assert second.header("Last-Event-ID") == last_id
+    connected = second.events()[0]
+    assert connected["event"] == "unleash-connected"
+    (change,) = json.loads(connected["data"])["events"]
+    assert (change["type"], change["feature"]["name"]) == ("feature-updated", name)
+    assert change["feature"]["enabled"] is True
+    assert int(connected["id"]) > int(last_id)
 
 
 def start_service(harness: Harness, dsn: str) -> Service:

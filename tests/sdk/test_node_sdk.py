@@ -16,14 +16,18 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from tests.clientapi import env_path
+from tests.sdk.proxy import Proxy
 from tests.sdk.support import (
     CONTEXTS,
     ENVIRONMENT,
+    EU,
     FLAGS,
     Service,
     admin_ok,
     answer,
     assert_meaningful,
+    assert_resumed,
     changes,
     client_features,
     engine_answers,
@@ -67,7 +71,14 @@ def node_package() -> Path:
 class NodeSdk:
     """evaluate.js in a process of its own, spoken to in JSON lines."""
 
-    def __init__(self, package: Path, service: Service, client: str, app_name: str) -> None:
+    def __init__(
+        self,
+        package: Path,
+        service: Service,
+        client: str,
+        app_name: str,
+        url: str | None = None,
+    ) -> None:
         self.client = client
         self.streaming = client.endswith("-streaming")
         self.proc = subprocess.Popen(
@@ -84,7 +95,7 @@ class NodeSdk:
         threading.Thread(target=self._drain, daemon=True).start()
         self.send(
             {
-                "url": f"{service.api}/",
+                "url": url or f"{service.api}/",
                 "token": service.tokens[client],
                 "appName": app_name,
                 "instanceId": f"{app_name}-1",
@@ -195,3 +206,27 @@ def test_a_change_reaches_it(service: Service, sdk: NodeSdk) -> None:
     report(sdk.client, took)
     assert max(took.values()) < bound, took
     assert_mode(service, sdk, sdk.finish())
+
+
+def test_a_stream_cut_resumes_where_it_left_off(service: Service, node_package: Path) -> None:
+    """The connection is cut and a flag switched on meanwhile: the SDK reconnects with the
+    Last-Event-ID of the last event it had, and the service sends it only what changed."""
+    name = "resume-node-streaming"
+    watched_flag(service, name)
+    with Proxy(service.server.port) as proxy:
+        sdk = NodeSdk(node_package, service, "node-streaming", name, url=f"{proxy.url}/api/")
+        try:
+            sdk.start()
+            sdk.send({"wait": {"flag": name, "context": EU, "enabled": True}})
+            assert sdk.expect("waiting")["enabled"] is False
+            proxy.hold()
+            proxy.cut()
+            admin_ok(service, "POST", f"{env_path(name)}/on")
+            proxy.release()
+            started = time.monotonic()
+            sdk.expect("seen")
+            report("node-streaming", {"resumed after a cut": time.monotonic() - started})
+            assert_mode(service, sdk, sdk.finish())
+        finally:
+            sdk.stop()
+        assert_resumed(proxy.streams(), name)

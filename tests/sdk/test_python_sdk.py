@@ -13,14 +13,18 @@ import pytest
 from UnleashClient.clients.unleash_client import UnleashClient
 from UnleashClient.events import BaseEvent, UnleashEventType
 
+from tests.clientapi import env_path
+from tests.sdk.proxy import Proxy
 from tests.sdk.support import (
     CONTEXTS,
     ENVIRONMENT,
+    EU,
     FLAGS,
     Service,
     admin_ok,
     answer,
     assert_meaningful,
+    assert_resumed,
     changes,
     client_features,
     engine_answers,
@@ -44,12 +48,14 @@ POLLED_SECONDS = POLL_SECONDS + 1.0  # the next poll, and the time it takes
 class Sdk:
     """One UnleashClient with the token of `client` (support.CLIENTS), its mode in the name."""
 
-    def __init__(self, service: Service, client: str, cache: Path, app_name: str) -> None:
+    def __init__(
+        self, service: Service, client: str, cache: Path, app_name: str, url: str | None = None
+    ) -> None:
         self.client = client
         self.streaming = client.endswith("-streaming")
         self.ready = threading.Event()
         self.unleash = UnleashClient(
-            url=service.api,
+            url=url or service.api,
             app_name=app_name,
             instance_id=f"{app_name}-1",
             environment=ENVIRONMENT,
@@ -137,3 +143,37 @@ def test_a_change_reaches_it(service: Service, sdk: Sdk) -> None:
     report(sdk.client, took)
     assert max(took.values()) < bound, took
     assert_mode(service, sdk)
+
+
+def test_a_stream_cut_resumes_where_it_left_off(service: Service, tmp_path: Path) -> None:
+    """The connection is cut and a flag switched on meanwhile: the SDK reconnects with the
+    Last-Event-ID of the last event it had, and the service sends it only what changed."""
+    name = "resume-python-streaming"
+    watched_flag(service, name)
+    with Proxy(service.server.port) as proxy:
+        sdk = Sdk(service, "python-streaming", tmp_path, name, url=f"{proxy.url}/api")
+        try:
+            sdk.start()
+            proxy.hold()
+            proxy.cut()
+            admin_ok(service, "POST", f"{env_path(name)}/on")
+            proxy.release()
+            started = time.monotonic()
+            wait_until("resumed", lambda: sdk.unleash.is_enabled(name, EU), step=0.001)
+            report("python-streaming", {"resumed after a cut": time.monotonic() - started})
+        finally:
+            stop_streaming(sdk)
+        assert_resumed(proxy.streams(), name)
+
+
+def stop_streaming(sdk: Sdk) -> None:
+    """destroy(), and the end of the SDK's stream thread, while the proxy still relays: after a
+    reconnect, launchdarkly-eventsource (1.7.4) takes the stream closed by destroy() for one
+    that ended, sleeps its retry delay and connects once more before it sees the stop (so
+    destroy() may return, after its 5 s join, before the thread ends)."""
+    sdk.unleash.destroy()
+    wait_until(
+        "the SDK's stream thread ended",
+        lambda: not any(t.name == "UnleashStreaming" for t in threading.enumerate()),
+        timeout=20,
+    )
