@@ -226,7 +226,8 @@ def test_a_stream_cut_resumes_where_it_left_off(service: Service, node_package: 
             started = time.monotonic()
             sdk.expect("seen")
             report("node-streaming", {"resumed after a cut": time.monotonic() - started})
+            streams = proxy.streams()
             assert_mode(service, sdk, sdk.finish())
         finally:
             sdk.stop()
-        assert_resumed(proxy.streams(), name)
+        assert_resumed(streams, name)
