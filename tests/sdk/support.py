@@ -9,7 +9,7 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import aiohttp
 from yggdrasil_engine.engine import UnleashEngine
@@ -20,9 +20,10 @@ from tests.processes import wait_ready
 
 if TYPE_CHECKING:
     from tests.processes import Harness, Server
-    from tests.sdk.proxy import Connection
+    from tests.sdk.proxy import Connection, Proxy
 
 ENVIRONMENT = "development"
+STREAMED_SECONDS = 1.0  # how soon a change must reach a streaming SDK (the issue's bound)
 # Every flag the SDKs are asked about: rich_flags' (a gradual rollout with constraints, a
 # segment and strategy variants, depending on a parent; environment variants; a disabled and a
 # tagged flag), a second rollout, three more dependents, and one that does not exist.
@@ -189,22 +190,80 @@ def changes(name: str, segment_id: int) -> list[Step]:
 
 
 def assert_resumed(streams: list[Connection], name: str) -> None:
-    """Two streams, the second a resumption of the first: it sent the id of the first one's
-    last event as Last-Event-ID, and was told only what changed since (the flag switched on
-    while it was away), not everything again."""
-    first, second = streams
+    """Three streams, each a resumption of the one before: it sent the id of that one's last
+    event as Last-Event-ID. The second was told only what changed while it was away (the flag
+    switched on), not everything again; the third, which missed nothing, an unleash-connected
+    with no event, then the change made after it connected (the segment) as it happened."""
+    first, second, third = streams
     assert first.header("Last-Event-ID") is None
     assert first.events()[0]["event"] == "unleash-connected"
     (hydration,) = json.loads(first.events()[0]["data"])["events"]
     assert hydration["type"] == "hydration"
     last_id = first.events()[-1]["id"]
     assert second.header("Last-Event-ID") == last_id
-    connected = second.events()[0]
+    (connected,) = second.events()
     assert connected["event"] == "unleash-connected"
     (change,) = json.loads(connected["data"])["events"]
     assert (change["type"], change["feature"]["name"]) == ("feature-updated", name)
     assert change["feature"]["enabled"] is True
     assert int(connected["id"]) > int(last_id)
+    assert third.header("Last-Event-ID") == connected["id"]
+    again, updated = third.events()
+    assert (again["event"], again["id"], again["data"]) == (
+        "unleash-connected",
+        connected["id"],
+        '{"events":[]}',
+    )
+    assert updated["event"] == "unleash-updated"
+    (change,) = json.loads(updated["data"])["events"]
+    assert (change["type"], change["segment"]["name"]) == ("segment-updated", name)
+
+
+class Watcher(Protocol):
+    """An SDK under test, as the tests of change propagation drive it."""
+
+    client: str
+
+    def arm(self, flag: str, step: Step) -> None:
+        """Before the step's change: the SDK answers the other way still."""
+
+    def seen(self, flag: str, step: Step) -> None:
+        """Returns once the SDK answers as the step says."""
+
+
+def propagated(service: Service, sdk: Watcher, flag: str, steps: list[Step]) -> dict[str, float]:
+    """Each step's change made through the admin API, and the seconds from its answer to
+    the SDK answering the new value."""
+    took = {}
+    for step in steps:
+        sdk.arm(flag, step)
+        admin_ok(service, step.method, step.path, step.body)
+        started = time.monotonic()
+        sdk.seen(flag, step)
+        took[step.what] = time.monotonic() - started
+    return took
+
+
+def resumed(service: Service, proxy: Proxy, sdk: Watcher, flag: str, segment_id: int) -> None:
+    """The SDK's stream (through `proxy`) cut while the flag is switched on, then cut again
+    while nothing changes, then the flag's segment changed: each reaches the SDK, and the
+    three streams show how (assert_resumed)."""
+    on, segment, _ = changes(flag, segment_id)
+    sdk.arm(flag, on)
+    proxy.hold()
+    proxy.cut()
+    admin_ok(service, on.method, on.path, on.body)
+    proxy.release()
+    started = time.monotonic()
+    sdk.seen(flag, on)
+    took = {"resumed after a cut": time.monotonic() - started}
+    proxy.cut()
+    wait_until("reconnected", lambda: len(proxy.streams()) == 3 and proxy.streams()[2].events())
+    quiet = propagated(service, sdk, flag, [segment])[segment.what]
+    took["then, after a quiet cut, " + segment.what] = quiet
+    report(sdk.client, took)
+    assert quiet < STREAMED_SECONDS, took
+    assert_resumed(proxy.streams()[:3], flag)
 
 
 def start_service(harness: Harness, dsn: str) -> Service:

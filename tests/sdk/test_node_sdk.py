@@ -16,27 +16,28 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.clientapi import env_path
 from tests.sdk.proxy import Proxy
 from tests.sdk.support import (
     CONTEXTS,
     ENVIRONMENT,
-    EU,
     FLAGS,
+    STREAMED_SECONDS,
     Service,
-    admin_ok,
     answer,
     assert_meaningful,
-    assert_resumed,
     changes,
     client_features,
     engine_answers,
+    propagated,
     report,
+    resumed,
     watched_flag,
 )
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+
+    from tests.sdk.support import Step
 
 pytestmark = pytest.mark.process
 
@@ -44,7 +45,6 @@ PACKAGE = Path(__file__).resolve().parent / "node"
 SDK_VERSION = "6.12.1"  # package.json pins it; package-lock.json pins the rest
 REPLY_SECONDS = 20.0  # the script's own waits are 15 s
 POLL_MS = 1000
-STREAMED_SECONDS = 1.0
 POLLED_SECONDS = POLL_MS / 1000 + 1.0
 
 
@@ -135,6 +135,13 @@ class NodeSdk:
         synchronized = self.expect("synchronized")
         assert synchronized["mode"] == ("streaming" if self.streaming else "polling")
 
+    def arm(self, flag: str, step: Step) -> None:
+        self.send({"wait": {"flag": flag, "context": step.context, "enabled": step.enabled}})
+        assert self.expect("waiting")["enabled"] is not step.enabled
+
+    def seen(self, flag: str, step: Step) -> None:
+        self.expect("seen")
+
     def answers(self) -> list[list[dict[str, Any]]]:
         self.send({"evaluate": True})
         results = self.expect("evaluated")["results"]
@@ -194,40 +201,23 @@ def test_a_change_reaches_it(service: Service, sdk: NodeSdk) -> None:
     name = f"watch-{sdk.client}"
     steps = changes(name, watched_flag(service, name))
     sdk.start()
-    bound = STREAMED_SECONDS if sdk.streaming else POLLED_SECONDS
-    took: dict[str, float] = {}
-    for step in steps:
-        sdk.send({"wait": {"flag": name, "context": step.context, "enabled": step.enabled}})
-        assert sdk.expect("waiting")["enabled"] is not step.enabled
-        admin_ok(service, step.method, step.path, step.body)
-        started = time.monotonic()
-        sdk.expect("seen")
-        took[step.what] = time.monotonic() - started
+    took = propagated(service, sdk, name, steps)
     report(sdk.client, took)
-    assert max(took.values()) < bound, took
+    assert max(took.values()) < (STREAMED_SECONDS if sdk.streaming else POLLED_SECONDS), took
     assert_mode(service, sdk, sdk.finish())
 
 
 def test_a_stream_cut_resumes_where_it_left_off(service: Service, node_package: Path) -> None:
-    """The connection is cut and a flag switched on meanwhile: the SDK reconnects with the
-    Last-Event-ID of the last event it had, and the service sends it only what changed."""
+    """Its stream cut while the flag is switched on, then cut while nothing changes: the SDK
+    reconnects each time with the Last-Event-ID of the last event it had, and is sent only
+    what it missed (support.resumed); it stays in streaming mode, with no warning."""
     name = "resume-node-streaming"
-    watched_flag(service, name)
+    segment_id = watched_flag(service, name)
     with Proxy(service.server.port) as proxy:
         sdk = NodeSdk(node_package, service, "node-streaming", name, url=f"{proxy.url}/api/")
         try:
             sdk.start()
-            sdk.send({"wait": {"flag": name, "context": EU, "enabled": True}})
-            assert sdk.expect("waiting")["enabled"] is False
-            proxy.hold()
-            proxy.cut()
-            admin_ok(service, "POST", f"{env_path(name)}/on")
-            proxy.release()
-            started = time.monotonic()
-            sdk.expect("seen")
-            report("node-streaming", {"resumed after a cut": time.monotonic() - started})
-            streams = proxy.streams()
+            resumed(service, proxy, sdk, name, segment_id)
             assert_mode(service, sdk, sdk.finish())
         finally:
             sdk.stop()
-        assert_resumed(streams, name)
