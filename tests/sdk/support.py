@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import aiohttp
+import asyncpg
 from yggdrasil_engine.engine import UnleashEngine
 
 from tests.clientapi import PROJECT, env_path, flag, ok, rich_flags, strategy, switch
@@ -85,6 +86,7 @@ class Service:
     """The service process, seeded; `tokens` and `token_ids` by client (CLIENTS)."""
 
     server: Server
+    dsn: str
     tokens: dict[str, str] = field(default_factory=dict)
     token_ids: dict[str, int] = field(default_factory=dict)
 
@@ -109,9 +111,9 @@ class Service:
         return found
 
 
-async def seed(server: Server) -> Service:
+async def seed(server: Server, dsn: str) -> Service:
     await wait_ready(server)
-    service = Service(server)
+    service = Service(server, dsn)
     async with aiohttp.ClientSession(base_url=server.url) as client:
         await rich_flags(client)
         await flag(client, "gate")
@@ -268,7 +270,7 @@ def resumed(service: Service, proxy: Proxy, sdk: Watcher, flag: str, segment_id:
 
 def start_service(harness: Harness, dsn: str) -> Service:
     server = harness.start(harness.new_dir(), DATABASE_URL=dsn, INIT_ADMIN_API_TOKENS=ADMIN_TOKEN)
-    return asyncio.run(seed(server))
+    return asyncio.run(seed(server, dsn))
 
 
 def admin(service: Service, method: str, path: str, body: Any = None) -> tuple[int, Any]:
@@ -298,6 +300,78 @@ def wait_until(what: str, check: Any, timeout: float = 10.0, step: float = 0.05)
     while not check():
         assert time.monotonic() < deadline, f"{what}: not within {timeout} s"
         time.sleep(step)
+
+
+def assert_reported(
+    service: Service, client: str, app_name: str, results: list[list[dict[str, Any]]]
+) -> Any:
+    """The SDK's registration and metrics were taken (202 each), and the reporting views
+    show exactly what it evaluated (`results`), once its reports arrived. Returns its row of
+    reporting.client_instances."""
+    expected = counted(results)
+    deadline = time.monotonic() + 10
+    while (found := asyncio.run(reported(service, app_name)))[1] != expected:
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    instance, usage = found
+    assert usage == expected
+    assert instance is not None
+    assert (instance["environment"], instance["instance_id"]) == (ENVIRONMENT, f"{app_name}-1")
+    assert instance["registered_at"] is not None
+    assert_accepted(service, client)
+    return instance
+
+
+def assert_accepted(service: Service, client: str) -> None:
+    """The client registered and sent metrics, and the service took each (202)."""
+    posts: dict[str, set[int]] = {}
+    for method, path, status in service.requests(client):
+        if method == "POST":
+            posts.setdefault(path, set()).add(status)
+    assert posts == {"/api/client/register": {202}, "/api/client/metrics": {202}}
+
+
+def counted(results: list[list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """What an SDK reports of these answers: each is one is_enabled and one get_variant, and
+    each counts the flag once (yes or no); get_variant counts its variant too. Flags that do
+    not exist are not kept by the service."""
+    usage: dict[str, dict[str, Any]] = {}
+    for row in results:
+        for name, got in zip(FLAGS, row, strict=True):
+            if name == "no-such-flag":
+                continue
+            flag = usage.setdefault(name, {"yes": 0, "no": 0, "variants": {}})
+            flag["yes" if got["enabled"] else "no"] += 2
+            variant = got["variant"]["name"]
+            flag["variants"][variant] = flag["variants"].get(variant, 0) + 1
+    return usage
+
+
+async def reported(service: Service, app_name: str) -> tuple[Any, dict[str, dict[str, Any]]]:
+    """What the reporting views hold of an application: its instance, and its evaluations
+    per flag (summed over hours)."""
+    conn = await asyncpg.connect(service.dsn)
+    try:
+        instance = await conn.fetchrow(
+            "SELECT * FROM reporting.client_instances WHERE app_name = $1", app_name
+        )
+        rows = await conn.fetch(
+            "SELECT feature_name, yes, no, variants FROM reporting.flag_usage_hourly"
+            " WHERE app_name = $1 AND environment = $2",
+            app_name,
+            ENVIRONMENT,
+        )
+    finally:
+        await conn.close()
+    usage: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        flag = usage.setdefault(row["feature_name"], {"yes": 0, "no": 0, "variants": {}})
+        flag["yes"] += row["yes"]
+        flag["no"] += row["no"]
+        for variant, times in json.loads(row["variants"]).items():
+            flag["variants"][variant] = flag["variants"].get(variant, 0) + times
+    return instance, usage
 
 
 def report(client: str, took: dict[str, float]) -> None:

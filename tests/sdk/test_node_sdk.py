@@ -25,6 +25,7 @@ from tests.sdk.support import (
     Service,
     answer,
     assert_meaningful,
+    assert_reported,
     changes,
     client_features,
     engine_answers,
@@ -80,6 +81,7 @@ class NodeSdk:
         url: str | None = None,
     ) -> None:
         self.client = client
+        self.app_name = app_name
         self.streaming = client.endswith("-streaming")
         self.proc = subprocess.Popen(
             ["node", str(package / "evaluate.js")],
@@ -175,9 +177,9 @@ def sdk(request: pytest.FixtureRequest, service: Service, node_package: Path) ->
 
 def assert_mode(service: Service, sdk: NodeSdk, done: dict[str, Any]) -> None:
     """A streaming SDK never polled (nor fell back to polling); a polling one did, and was
-    told 304 when nothing moved. No SDK saw an error."""
+    told 304 when nothing moved. No SDK saw an error or a warning."""
     assert done["mode"] == ("streaming" if sdk.streaming else "polling"), done
-    assert done["errors"] == [], done
+    assert (done["errors"], done["warnings"]) == ([], []), done
     reads = {(p, s) for m, p, s in service.requests(sdk.client) if p.startswith("/api/client/f")}
     if sdk.streaming:
         assert reads == set()
@@ -205,6 +207,19 @@ def test_a_change_reaches_it(service: Service, sdk: NodeSdk) -> None:
     report(sdk.client, took)
     assert max(took.values()) < (STREAMED_SECONDS if sdk.streaming else POLLED_SECONDS), took
     assert_mode(service, sdk, sdk.finish())
+
+
+def test_registration_and_metrics_are_accepted(service: Service, sdk: NodeSdk) -> None:
+    """Registered at start and its evaluations reported every second: the service takes both
+    (202), and its reporting views show the instance and exactly what it evaluated."""
+    sdk.start()
+    results = sdk.answers()
+    done = sdk.finish(metrics=True)
+    assert done["registered"] == 1, done
+    assert done["warnings"] == [], done
+    instance = assert_reported(service, sdk.client, sdk.app_name, results)
+    assert instance["sdk_version"] == f"unleash-node-sdk:{SDK_VERSION}"
+    assert instance["platform_name"] == "node"
 
 
 def test_a_stream_cut_resumes_where_it_left_off(service: Service, node_package: Path) -> None:

@@ -22,6 +22,7 @@ from tests.sdk.support import (
     Service,
     answer,
     assert_meaningful,
+    assert_reported,
     changes,
     client_features,
     engine_answers,
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.process
 
+SDK_VERSION = "6.9.1"  # pyproject.toml pins it
 READY_SECONDS = 10.0
 POLL_SECONDS = 1  # the SDK's refresh interval (its least: whole seconds)
 POLLED_SECONDS = POLL_SECONDS + 1.0  # the next poll, and the time it takes
@@ -52,6 +54,7 @@ class Sdk:
         self, service: Service, client: str, cache: Path, app_name: str, url: str | None = None
     ) -> None:
         self.client = client
+        self.app_name = app_name
         self.streaming = client.endswith("-streaming")
         self.ready = threading.Event()
         self.unleash = UnleashClient(
@@ -110,16 +113,15 @@ def sdk(request: pytest.FixtureRequest, service: Service, tmp_path: Path) -> Ite
 
 
 def assert_mode(service: Service, sdk: Sdk) -> None:
-    """A streaming SDK never polled; a polling one did, and was told 304 when nothing moved."""
-    reads = {
-        route for _, route, _ in service.requests(sdk.client) if route.startswith("/api/client/f")
-    }
+    """A streaming SDK never polled; a polling one did, and was told 304 when nothing moved.
+    Every report the SDK posted (registration, metrics) was taken."""
+    requests = service.requests(sdk.client)
+    reads = {(p, s) for _, p, s in requests if p.startswith("/api/client/f")}
     if sdk.streaming:
         assert reads == set()
     else:
-        statuses = {s for _, route, s in service.requests(sdk.client) if route in reads}
-        assert reads == {"/api/client/features"}
-        assert statuses == {200, 304}
+        assert reads == {("/api/client/features", 200), ("/api/client/features", 304)}
+    assert {s for m, _, s in requests if m == "POST"} <= {202}
 
 
 def test_answers_as_the_engine_reads_the_service(service: Service, sdk: Sdk) -> None:
@@ -142,6 +144,16 @@ def test_a_change_reaches_it(service: Service, sdk: Sdk) -> None:
     report(sdk.client, took)
     assert max(took.values()) < (STREAMED_SECONDS if sdk.streaming else POLLED_SECONDS), took
     assert_mode(service, sdk)
+
+
+def test_registration_and_metrics_are_accepted(service: Service, sdk: Sdk) -> None:
+    """Registered at start and its evaluations reported every second: the service takes both
+    (202), and its reporting views show the instance and exactly what it evaluated."""
+    sdk.start()
+    instance = assert_reported(service, sdk.client, sdk.app_name, sdk.answers())
+    assert instance["sdk_version"] == f"unleash-python-sdk:{SDK_VERSION}"
+    assert instance["platform_name"] == "CPython"
+    assert instance["yggdrasil_version"]
 
 
 def test_a_stream_cut_resumes_where_it_left_off(service: Service, tmp_path: Path) -> None:

@@ -9,8 +9,8 @@
 //   {"wait": {"flag", "context", "enabled"}}  -> {"event": "waiting", "enabled"} (its answer
 //                                                now), then, once isEnabled answers `enabled`,
 //                                                {"event": "seen", "ms"}
-//   {"finish": {"metrics": true | false}}     -> when metrics, waits for the SDK to send its
-//                                                metrics (once more after this command); then
+//   {"finish": {"metrics": true | false}}     -> when metrics, waits until the SDK has sent
+//                                                metrics after the last evaluate; then
 //                                                {"event": "done", "mode", "registered", "sent",
 //                                                "warnings", "errors"}, and exits
 // It prints {"event": "synchronized", "mode"} once the SDK has its first flags. Any failure
@@ -105,11 +105,13 @@ async function main() {
   }
   const config = JSON.parse(first.value);
   const { unleash, seen, onSent } = start(config);
+  let sentBeforeEvaluate = 0;
   await within(SYNC_TIMEOUT_MS, 'synchronized', new Promise((resolve) => unleash.once('synchronized', resolve)));
   say({ event: 'synchronized', mode: unleash.repository.getMode() });
   for (let next = await lines.next(); !next.done; next = await lines.next()) {
     const command = JSON.parse(next.value);
     if (command.evaluate) {
+      sentBeforeEvaluate = seen.sent;
       say({ event: 'evaluated', results: evaluate(unleash, config) });
     } else if (command.wait) {
       const { flag, context } = command.wait;
@@ -117,7 +119,7 @@ async function main() {
       const ms = await waitFor(unleash, command.wait);
       say({ event: 'seen', ms });
     } else if (command.finish) {
-      if (command.finish.metrics) {
+      if (command.finish.metrics && seen.sent === sentBeforeEvaluate) {
         await within(SENT_TIMEOUT_MS, 'metrics sent', new Promise((resolve) => onSent.push(resolve)));
       }
       say({ event: 'done', mode: unleash.repository.getMode(), ...seen });
