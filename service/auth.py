@@ -173,7 +173,8 @@ def token_from_header(value: str | None) -> str | None:
 
 PAT_PREFIX: Final = "user:"
 SESSION_COOKIE: Final = "unleash-session"  # the name Unleash uses
-# One indexed lookup per request, whichever kind of credential it is.
+# One indexed lookup per request, whichever kind of credential it is (API tokens' answers are
+# then kept a while: CachedTokens).
 RESOLVE_API_TOKEN = """
 SELECT id, token_name, type, environment, projects, expires_at FROM api_tokens
 WHERE secret_hash = $1
