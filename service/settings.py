@@ -113,13 +113,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
             str(raw["init_admin_api_tokens"]), source["init_admin_api_tokens"]
         )
     url = raw.get("database_url")
-    if isinstance(url, str) and not url.startswith(("postgres://", "postgresql://")):
-        raise ConfigError(
-            f"Invalid setting: {source['database_url']}: must be a postgresql:// (or postgres://) "
-            "URL"
-        )
-    if isinstance(url, str) and (problem := _url_problem(url)):
-        raise ConfigError(f"Invalid setting: {source['database_url']}: {problem}")
+    if isinstance(url, str):
+        _check_url(url, source["database_url"])
     try:
         return msgspec.convert(raw, Settings, strict=False)
     except msgspec.ValidationError as exc:
@@ -153,6 +148,13 @@ def _read_file_setting(name: str, value: str | None, env: Mapping[str, str]) -> 
     if not content.strip():
         raise ConfigError(f"Invalid setting: {file_name}: {path!r} is empty")
     return content
+
+
+def _check_url(url: str, name: str) -> None:
+    if not url.startswith(("postgres://", "postgresql://")):
+        raise ConfigError(f"Invalid setting: {name}: must be a postgresql:// (or postgres://) URL")
+    if problem := _url_problem(url):
+        raise ConfigError(f"Invalid setting: {name}: {problem}")
 
 
 def _url_problem(url: str) -> str | None:
