@@ -128,6 +128,32 @@ def takes_gzip(accept_encoding: str | None) -> bool:
     return weights.get("gzip", weights.get("x-gzip", weights.get("*", 0.0))) > 0
 
 
+def etag_matches(if_none_match: str | None, etag: str) -> bool:
+    """Whether an If-None-Match field names this ETag (weakly compared, or `*`)."""
+    if not if_none_match:
+        return False
+    tags = [t.strip() for t in if_none_match.split(",")]
+    return "*" in tags or any(t.removeprefix("W/") == etag for t in tags)
+
+
+def forwarded_address(request: web.Request, proxy_hops: int) -> str:
+    """The client's address: the peer's, or behind `proxy_hops` proxies that each append the
+    address they were connected from, the entry that many from the right of X-Forwarded-For
+    (the entries further left were written by the client and prove nothing; with fewer
+    entries than hops, the leftmost)."""
+    address = request.remote or ""
+    if proxy_hops:
+        entries = [
+            entry.strip()
+            for header in request.headers.getall("X-Forwarded-For", ())
+            for entry in header.split(",")
+            if entry.strip()
+        ]
+        if entries:
+            address = entries[-min(proxy_hops, len(entries))]
+    return address
+
+
 def json_response(body: Any, status: int = 200) -> web.Response:
     """A response Struct (or, for errors and probes, a small dict) as the JSON answer."""
     return web.Response(body=_encoder.encode(body), status=status, content_type="application/json")

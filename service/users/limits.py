@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Final
 from aiohttp import web
 
 from service.errors import TooManyRequests
+from service.http import forwarded_address
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -125,17 +126,7 @@ def client_address(request: web.Request, proxy_hops: int) -> str:
     X-Forwarded-For: the entries further left were written by the client and prove nothing.
     With fewer entries than hops, the leftmost; with none, the peer. An IPv6 address counts as
     its /64 network, which one host or household usually holds whole."""
-    address = request.remote or ""
-    if proxy_hops:
-        entries = [
-            entry.strip()
-            for header in request.headers.getall("X-Forwarded-For", ())
-            for entry in header.split(",")
-            if entry.strip()
-        ]
-        if entries:
-            address = entries[-min(proxy_hops, len(entries))]
-    return _normalized(address)
+    return _normalized(forwarded_address(request, proxy_hops))
 
 
 def _normalized(address: str) -> str:
