@@ -35,6 +35,8 @@ from service.client import handlers as client
 from service.client.feed import Feed
 from service.errors import NotReady
 from service.features.handlers import clone, dependencies, flags, segments, strategies, tags
+from service.frontend import handlers as frontend
+from service.frontend.engine import FRONTEND_ENGINES, Engines
 from service.http import BODY_LIMIT, MIDDLEWARES, Content, Route, expect, json_response
 from service.metrics import METRICS, Metrics, prometheus
 from service.privacy import erasure
@@ -116,6 +118,7 @@ ROUTES: list[Route] = [
     *audit.ROUTES,
     *client.ROUTES,
     *telemetry.ROUTES,
+    *frontend.ROUTES,
     *docs.ROUTES,
 ]
 
@@ -143,6 +146,7 @@ def create_app(
     app[HASHING] = PasswordHashing(settings.password_hash_concurrency)
     app[SIGN_IN_LIMITS] = SignInLimits.from_settings(settings)
     failures = app[FAILED_SIGN_INS] = FailedSignIns(metrics.committed)
+    app[FRONTEND_ENGINES] = Engines()
     app[OPENAPI] = msgspec.json.encode(openapi.document(ROUTES, VERSION))
     for route in ROUTES:
         added = app.router.add_route(route.method, route.path, route.handler, expect_handler=expect)

@@ -77,6 +77,7 @@ TAGS: Final = {
     "service.audit.handlers": "Events and audit",
     "service.client.handlers": "Client",
     "service.telemetry.handlers": "Client",
+    "service.frontend.handlers": "Frontend API",
 }
 
 PAST_PARAMETER: Final = Param(

@@ -118,6 +118,10 @@ ROUTE_PERMISSIONS = [
     ("GET", "/api/client/streaming", "CLIENT"),
     ("POST", "/api/client/register", "CLIENT"),
     ("POST", "/api/client/metrics", "CLIENT"),
+    ("GET", "/api/frontend", "FRONTEND"),
+    ("POST", "/api/frontend", "FRONTEND"),
+    ("POST", "/api/frontend/client/register", "FRONTEND"),
+    ("POST", "/api/frontend/client/metrics", "FRONTEND"),
 ]
 # The root roles' permissions, as the README documents them (ADMIN implies every other one).
 ROLE_PERMISSIONS = {
