@@ -33,6 +33,7 @@ from service.appkeys import (
 )
 from service.audit.instants import parse_instant
 from service.auth import Principal
+from service.cors import cors
 from service.logs import Throttled
 from service.metrics import METRICS
 from service.protocol import Connection
@@ -521,4 +522,6 @@ async def content_type(request: web.Request, handler: Handler) -> web.StreamResp
     return await handler(request)
 
 
-MIDDLEWARES = [request_context, error_bodies, authenticate, content_type]
+# CORS outside the error middleware (error answers carry its headers too) and before
+# authentication (preflights carry no token).
+MIDDLEWARES = [request_context, cors, error_bodies, authenticate, content_type]

@@ -71,6 +71,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # What SDKs report (service/telemetry): hourly counts, and instances not heard from, are
     # kept this many days.
     client_metrics_retention_days: Days = 30
+    # The browser origins that may call the frontend API (CORS), comma-separated; "*" (as in
+    # Unleash, the default) allows every origin. Each is scheme://host[:port], as browsers send it.
+    frontend_api_origins: tuple[str, ...] = ("*",)
+    # How long browsers may keep the answer to a CORS preflight (Unleash's default: a day).
+    access_control_max_age: Annotated[int, msgspec.Meta(ge=0, le=86400 * 7)] = 86400
 
     @property
     def pg_data_dir(self) -> Path:
@@ -108,6 +113,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         raw["log_format"] = "console" if sys.stdout.isatty() else "json"
     if isinstance(raw.get("log_level"), str):
         raw["log_level"] = str(raw["log_level"]).lower()
+    if "frontend_api_origins" in raw:
+        raw["frontend_api_origins"] = _parse_origins(str(raw["frontend_api_origins"]))
     if "init_admin_api_tokens" in raw:
         raw["init_admin_api_tokens"] = _parse_admin_tokens(
             str(raw["init_admin_api_tokens"]), source["init_admin_api_tokens"]
@@ -188,6 +195,37 @@ def _parse_admin_tokens(value: str, name: str) -> tuple[str, ...]:
                 "one could be guessed from a database dump); e.g. `openssl rand -hex 32`"
             )
     return tokens
+
+
+def _parse_origins(value: str) -> tuple[str, ...]:
+    """Origins as Unleash validates them: "*", or a URL that is its own origin (no path, no
+    trailing slash, no default port, lower case), as the Origin header carries it."""
+    origins = tuple(o.strip() for o in value.split(",") if o.strip())
+    if not origins:
+        raise ConfigError("Invalid setting FRONTEND_API_ORIGINS: name at least one origin or *")
+    for origin in origins:
+        if origin != "*" and not _is_origin(origin):
+            raise ConfigError(
+                f"Invalid setting FRONTEND_API_ORIGINS: {origin!r} is not an origin "
+                "(scheme://host[:port], e.g. https://app.example.com) or *"
+            )
+    return origins
+
+
+def _is_origin(origin: str) -> bool:
+    if "*" in origin:  # no wildcards within an origin (Unleash's rule; `cors` has none)
+        return False
+    try:
+        parts = urlsplit(origin)
+        port = parts.port
+    except ValueError:
+        return False
+    if parts.scheme not in ("http", "https") or not parts.hostname or "@" in parts.netloc:
+        return False
+    default = 443 if parts.scheme == "https" else 80
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    shown = f"{parts.scheme}://{host}" + (f":{port}" if port not in (None, default) else "")
+    return shown == origin
 
 
 def _name_env_var(message: str, env: Mapping[str, str]) -> str:

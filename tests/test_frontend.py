@@ -1,6 +1,6 @@
 """/api/frontend: the flags enabled for a context, evaluated by Unleash's engine, as Unleash's
 frontend API answers them (GET with the context in the query, POST in the body); tokens,
-ETags, the limits of a context, and what browser SDKs send besides."""
+ETags, CORS, the limits of a context, and what browser SDKs send besides."""
 
 from __future__ import annotations
 
@@ -13,13 +13,20 @@ import msgspec
 import pytest
 from yggdrasil_engine.engine import UnleashEngine
 
+from service import bootstrap, connections
+from service.app import create_app
 from service.client.responses import Constraint, Strategy
+from service.errors import ConfigError
 from service.frontend.context import Context
 from service.frontend.engine import Reads
+from service.settings import Settings, load_settings
+from tests import conformance
 from tests.clientapi import PROJECT, env_path, flag, ok, rich_flags, strategy, switch, token
-from tests.conftest import ADMIN, ADMIN_TOKEN
+from tests.conftest import ADMIN, ADMIN_TOKEN, AiohttpClient, ServiceTestServer
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
     from aiohttp.test_utils import TestClient
 
     Client = TestClient[Any, Any]
@@ -276,6 +283,110 @@ async def test_etag_and_304_until_the_answer_changes(client: Client) -> None:
     assert moved.status == 200
     assert moved.headers["ETag"] != etag
     assert "banner" not in names(await moved.json())
+
+
+async def test_cors_by_default_lets_every_origin_call(client: Client) -> None:
+    secret = await token(client, "frontend")
+    origin = {"Origin": "https://app.example.com"}
+    resp = await client.get(FRONTEND, headers=auth(secret, **origin))
+    assert resp.status == 200
+    assert resp.headers["Access-Control-Allow-Origin"] == "*"
+    assert resp.headers["Access-Control-Expose-Headers"] == "ETag"
+    assert "Origin" in resp.headers["Vary"]
+    # a preflight carries no token: answered before authentication
+    asked = "authorization, content-type, if-none-match, unleash-appname"
+    preflight = await client.options(
+        FRONTEND,
+        headers={
+            **origin,
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": asked,
+        },
+    )
+    assert preflight.status == 204
+    assert await preflight.read() == b""
+    assert preflight.headers["Access-Control-Allow-Origin"] == "*"
+    assert preflight.headers["Access-Control-Allow-Headers"] == asked
+    assert preflight.headers["Access-Control-Allow-Methods"] == "GET, POST"
+    assert preflight.headers["Access-Control-Max-Age"] == "86400"
+    for path in ("/api/frontend/client/metrics", "/api/frontend/client/register"):
+        assert (await client.options(path, headers=origin)).status == 204
+    # an error answer is readable by the page too
+    refused = await client.get(FRONTEND, headers=origin)
+    assert refused.status == 401
+    assert refused.headers["Access-Control-Allow-Origin"] == "*"
+    # other APIs have no CORS
+    admin = await client.get("/api/admin/projects", headers={**ADMIN, **origin})
+    assert "Access-Control-Allow-Origin" not in admin.headers
+    admin = await client.options("/api/admin/projects", headers=origin)
+    assert "Access-Control-Allow-Origin" not in admin.headers
+
+
+@pytest.fixture
+async def listed(dsn: str, aiohttp_client: AiohttpClient) -> AsyncIterator[Client]:
+    """The service with FRONTEND_API_ORIGINS=https://example.com."""
+    connection = await connections.connect(dsn)
+    try:
+        await bootstrap.seed(connection, (ADMIN_TOKEN,))
+    finally:
+        await connection.close()
+    settings = Settings(
+        database_url=dsn,
+        init_admin_api_tokens=(ADMIN_TOKEN,),
+        frontend_api_origins=("https://example.com", "http://localhost:3000"),
+        access_control_max_age=600,
+    )
+    app = create_app(settings, dsn)
+    conformance.install(app)
+    yield await aiohttp_client(ServiceTestServer(app))
+    assert not app[conformance.VIOLATIONS]
+
+
+async def test_cors_with_listed_origins(listed: Client) -> None:
+    """As Unleash's test 'should enforce frontend API CORS config'."""
+    secret = await token(listed, "frontend")
+    for origin in ("https://example.com", "http://localhost:3000"):
+        resp = await listed.get(FRONTEND, headers=auth(secret, Origin=origin))
+        assert resp.headers["Access-Control-Allow-Origin"] == origin
+        preflight = await listed.options(FRONTEND, headers={"Origin": origin})
+        assert preflight.headers["Access-Control-Allow-Origin"] == origin
+        assert preflight.headers["Access-Control-Max-Age"] == "600"
+    for origin in ("https://example.org", "https://example.com.evil.org", "null"):
+        resp = await listed.get(FRONTEND, headers=auth(secret, Origin=origin))
+        assert resp.status == 200
+        assert "Access-Control-Allow-Origin" not in resp.headers
+        preflight = await listed.options(FRONTEND, headers={"Origin": origin})
+        assert preflight.status == 204
+        assert "Access-Control-Allow-Origin" not in preflight.headers
+
+
+def test_the_origins_setting() -> None:
+    assert Settings().frontend_api_origins == ("*",)
+    assert Settings().access_control_max_age == 86400
+    found = load_settings(
+        {"FRONTEND_API_ORIGINS": "https://a.example.com, http://localhost:8080,https://[::1]:8443"}
+    )
+    assert found.frontend_api_origins == (
+        "https://a.example.com",
+        "http://localhost:8080",
+        "https://[::1]:8443",
+    )
+    assert load_settings({"FRONTEND_API_ORIGINS": "https://a.example.com,*"}).frontend_api_origins
+    for bad in (
+        "https://a.example.com/",
+        "https://a.example.com/app",
+        "https://A.example.com",
+        "https://a.example.com:443",
+        "a.example.com",
+        "ftp://a.example.com",
+        "https://*.example.com",
+        "https://user@a.example.com",
+        ",",
+    ):
+        with pytest.raises(ConfigError, match="FRONTEND_API_ORIGINS"):
+            load_settings({"FRONTEND_API_ORIGINS": bad})
+    with pytest.raises(ConfigError, match="ACCESS_CONTROL_MAX_AGE"):
+        load_settings({"ACCESS_CONTROL_MAX_AGE": "-1"})
 
 
 async def test_the_context_as_unleash_makes_it(client: Client) -> None:

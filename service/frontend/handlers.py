@@ -1,6 +1,6 @@
 """HTTP handlers of the frontend API (Unleash's /api/frontend, for browser and mobile SDKs):
 the flags enabled for a context, evaluated here by Unleash's engine; the SDKs' registration
-and metrics accepted."""
+and metrics accepted. CORS: service/cors.py."""
 
 from __future__ import annotations
 
