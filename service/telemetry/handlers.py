@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-import msgspec
-
 from service import auth
 from service.appkeys import POOL
 from service.http import Route, empty, principal, read_json
@@ -27,7 +25,6 @@ if TYPE_CHECKING:
 
 # Where Unleash counts the reports of a token for every environment (an admin token, a person).
 DEFAULT_ENVIRONMENT: Final = "default"
-_encode = msgspec.json.Encoder().encode
 
 
 def environment_of(who: Principal) -> str:
@@ -67,23 +64,8 @@ async def register_client_metrics(request: web.Request) -> web.Response:
     (UTC) for each flag that exists, in the token's environment; the flags evaluated there get
     their `lastSeenAt`. Flags counted neither yes nor no, and unknown flags, are left out."""
     cmd = await read_json(request, RegisterClientMetrics)
-    toggles = cmd.bucket.toggles if cmd.bucket else {}
-    counted = [(name, c) for name, c in toggles.items() if c.yes + c.no > 0]
-    hour = None
-    if cmd.bucket is not None:
-        hour = instant(cmd.bucket.stop).replace(minute=0, second=0, microsecond=0)
     async with request.app[POOL].acquire() as conn:
-        await conn.execute(
-            queries.RECORD_METRICS,
-            environment_of(principal(request)),
-            cmd.app_name,
-            cmd.instance,
-            hour,
-            [name for name, _ in counted],
-            [c.yes for _, c in counted],
-            [c.no for _, c in counted],
-            [_encode(c.variants or {}).decode() for _, c in counted],
-        )
+        await queries.record_metrics(conn, environment_of(principal(request)), cmd)
     return empty(202)
 
 

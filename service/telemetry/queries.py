@@ -3,6 +3,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from service.telemetry.commands import instant
+
+if TYPE_CHECKING:
+    from service.connections import Conn
+    from service.telemetry.commands import RegisterClientMetrics
+
+_encode = msgspec.json.Encoder().encode
+
 # Counts add up; a sum past the largest bigint stays there instead of failing the request.
 _SATURATED = "least(h.{0}::numeric + excluded.{0}, 9223372036854775807)::bigint"
 # Two variant maps added key by key (most reports have none, or the row had none yet).
@@ -70,3 +82,24 @@ ON CONFLICT ON CONSTRAINT client_instances_pkey DO UPDATE SET
     registered_at = excluded.registered_at,
     last_seen = excluded.last_seen
 """
+
+
+async def record_metrics(conn: Conn, environment: str, cmd: RegisterClientMetrics) -> None:
+    """One report (RECORD_METRICS): each flag evaluated (yes + no > 0) counted in the UTC hour
+    of the bucket's stop, in `environment`; the instance seen."""
+    toggles = cmd.bucket.toggles if cmd.bucket else {}
+    counted = [(name, c) for name, c in toggles.items() if c.yes + c.no > 0]
+    hour = None
+    if cmd.bucket is not None:
+        hour = instant(cmd.bucket.stop).replace(minute=0, second=0, microsecond=0)
+    await conn.execute(
+        RECORD_METRICS,
+        environment,
+        cmd.app_name,
+        cmd.instance,
+        hour,
+        [name for name, _ in counted],
+        [c.yes for _, c in counted],
+        [c.no for _, c in counted],
+        [_encode(c.variants or {}).decode() for _, c in counted],
+    )
