@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
@@ -491,8 +492,10 @@ async def test_a_context_with_every_property_it_may_have_is_answered(client: Cli
     assert "banner" in names(await post(client, secret, context))
 
 
-async def test_registration_and_metrics_are_accepted(client: Client) -> None:
-    """As Unleash: 200 "OK" for what its schemas admit, 400 otherwise."""
+async def test_registration_is_accepted_and_metrics_are_counted(client: Client) -> None:
+    """As Unleash: 200 "OK" for what its schemas admit (as a server SDK's), 400 otherwise;
+    the metrics count as a server SDK's do, in the token's environment."""
+    await flag(client, "banner")
     secret = await token(client, "frontend")
     registration = {
         "appName": "web",
@@ -509,17 +512,22 @@ async def test_registration_and_metrics_are_accepted(client: Client) -> None:
     assert (resp.status, await resp.text()) == (200, "OK")
     refused = await client.post("/api/frontend/client/register", json={}, headers=auth(secret))
     assert refused.status == 400
+    now = datetime.now(UTC)
     metrics: dict[str, Any] = {
         "appName": "web",
-        "instanceId": "i-1",
+        "instanceId": "browser",
         "bucket": {
-            "start": "2026-11-25T10:00:00.000Z",
-            "stop": 1764064860000,
+            "start": (now - timedelta(seconds=30)).isoformat(),
+            "stop": int(now.timestamp() * 1000),
             "toggles": {"banner": {"yes": 2, "no": 20, "variants": {"wide": 2}}},
         },
     }
     resp = await client.post("/api/frontend/client/metrics", json=metrics, headers=auth(secret))
     assert (resp.status, await resp.text()) == (200, "OK")
+    seen = await ok(await client.get(f"{PROJECT}/features/banner", headers=ADMIN))
+    assert seen["lastSeenAt"] is not None
+    environments = {e["name"]: e["lastSeenAt"] for e in seen["environments"]}
+    assert environments == {"development": seen["lastSeenAt"], "production": None}
     for bad in ({}, {**metrics, "bucket": {"toggles": {}}}, {**metrics, "appName": 3}):
         resp = await client.post("/api/frontend/client/metrics", json=bad, headers=auth(secret))
         assert resp.status == 400

@@ -1,6 +1,6 @@
-"""Request bodies of the frontend API, with its limits: the context of POST /api/frontend
-(Unleash's frontendApiFeaturesPostSchema), and what browser SDKs send to register and to
-report metrics (Unleash's frontendApiClientSchema and clientMetricsSchema).
+"""The request body of POST /api/frontend, with its limits: the context (Unleash's
+frontendApiFeaturesPostSchema). What browser SDKs send to register and to report metrics is
+what server SDKs send (service/telemetry/commands.py).
 
 A context is evaluated against every flag of the token's scope, so its size is bounded: at
 most MAX_PROPERTIES properties, names of MAX_NAME characters, values of MAX_VALUE.
@@ -8,7 +8,6 @@ most MAX_PROPERTIES properties, names of MAX_NAME characters, values of MAX_VALU
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, ClassVar, Final
 
 import msgspec
@@ -50,60 +49,3 @@ class EvaluateContext(msgspec.Struct, frozen=True, kw_only=True):
         }
     }
     context: ContextFields | None = None
-
-
-Text = Annotated[str, msgspec.Meta(max_length=10_000)]
-Count = Annotated[int, msgspec.Meta(ge=0)]
-# An instant as Unleash's dateSchema takes it: an RFC 3339 time, or a UNIX timestamp.
-Instant = datetime | int
-
-
-class RegisterFrontendClient(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    example: ClassVar[dict[str, object]] = {
-        "appName": "web",
-        "instanceId": "browser-1",
-        "sdkVersion": "unleash-client-js:3.7.0",
-        "interval": 15000,
-        "started": "2026-11-25T10:00:00Z",
-        "strategies": ["default"],
-    }
-    app_name: Text
-    instance_id: Text | None = None
-    sdk_version: Text | None = None
-    environment: Text | None = None  # deprecated: the token says which
-    interval: Annotated[float, msgspec.Meta(ge=0)]
-    started: Instant
-    strategies: Annotated[list[Text], msgspec.Meta(max_length=1_000)]
-
-
-class FrontendToggleCounts(msgspec.Struct, frozen=True, kw_only=True):
-    yes: Annotated[float, msgspec.Meta(ge=0)] = 0
-    no: Count = 0
-    variants: Annotated[dict[Text, Count], msgspec.Meta(max_length=1_000)] | None = None
-
-
-class FrontendBucket(msgspec.Struct, frozen=True, kw_only=True):
-    start: Instant
-    stop: Instant
-    toggles: Annotated[dict[Text, FrontendToggleCounts], msgspec.Meta(max_length=10_000)]
-
-
-class FrontendMetrics(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    example: ClassVar[dict[str, object]] = {
-        "appName": "web",
-        "instanceId": "browser-1",
-        "bucket": {
-            "start": "2026-11-25T10:00:00Z",
-            "stop": "2026-11-25T10:01:00Z",
-            "toggles": {"new-checkout": {"yes": 3, "no": 1, "variants": {"red": 2}}},
-        },
-    }
-    app_name: Text
-    instance_id: Text | None = None
-    environment: Text | None = None  # deprecated: the token says which
-    sdk_version: Text | None = None
-    platform_name: Text | None = None
-    platform_version: Text | None = None
-    yggdrasil_version: Text | None = None
-    spec_version: Text | None = None
-    bucket: FrontendBucket

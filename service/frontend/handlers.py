@@ -1,21 +1,21 @@
 """HTTP handlers of the frontend API (Unleash's /api/frontend, for browser and mobile SDKs):
 the flags enabled for a context, evaluated here by Unleash's engine; the SDKs' registration
-and metrics accepted. CORS: service/cors.py."""
+accepted, their metrics counted as server SDKs' are. CORS: service/cors.py."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 from aiohttp import web
 
 from service import auth, errors
-from service.appkeys import CLIENT_FEED, COMMITS, SETTINGS
+from service.appkeys import CLIENT_FEED, COMMITS, POOL, SETTINGS
 from service.client import model as m
 from service.frontend import context as ctx
-from service.frontend.commands import EvaluateContext, FrontendMetrics, RegisterFrontendClient
+from service.frontend.commands import EvaluateContext
 from service.frontend.engine import FRONTEND_ENGINES, Evaluator
 from service.frontend.responses import FrontendFeatures
 from service.http import (
@@ -27,6 +27,11 @@ from service.http import (
     principal,
     read_json,
 )
+from service.telemetry.commands import RegisterClientApplication, RegisterClientMetrics
+from service.telemetry.queries import record_metrics
+
+if TYPE_CHECKING:
+    from service.auth import Principal
 
 # From this many flags to ask about (about 1 ms), the engine is asked in a thread.
 IN_THREAD_FROM: Final = 200
@@ -101,21 +106,29 @@ def _headers(etag: str) -> dict[str, str]:
 
 
 def scope_of(request: web.Request) -> m.Scope:
-    """The token's environment (`default` for a token of every environment) and projects."""
+    """The token's environment and projects."""
     who = principal(request)
-    environment = DEFAULT_ENVIRONMENT if who.environment == "*" else who.environment
-    return m.Scope(environment, None if "*" in who.projects else frozenset(who.projects))
+    return m.Scope(environment_of(who), None if "*" in who.projects else frozenset(who.projects))
+
+
+def environment_of(who: Principal) -> str:
+    """The token's environment, `default` for a token of every environment (as Unleash)."""
+    return DEFAULT_ENVIRONMENT if who.environment == "*" else who.environment
 
 
 async def register_frontend_client(request: web.Request) -> web.Response:
-    """Accepted and validated, as Unleash does (which records nothing of it either)."""
-    await read_json(request, RegisterFrontendClient)
+    """Validated as an SDK's registration, and not recorded, as in Unleash (which has it for
+    SDKs that expect an answer)."""
+    await read_json(request, RegisterClientApplication)
     return web.Response(text="OK")
 
 
 async def register_frontend_metrics(request: web.Request) -> web.Response:
-    """Accepted and validated (not recorded yet: the client metrics' store is to come)."""
-    await read_json(request, FrontendMetrics)
+    """A browser SDK's evaluations since its last report, counted as a server SDK's are (in
+    the token's environment; the flags evaluated there get their `lastSeenAt`)."""
+    cmd = await read_json(request, RegisterClientMetrics)
+    async with request.app[POOL].acquire() as conn:
+        await record_metrics(conn, environment_of(principal(request)), cmd)
     return web.Response(text="OK")
 
 
@@ -157,7 +170,7 @@ ROUTES = [
         "/api/frontend/client/register",
         register_frontend_client,
         auth.FRONTEND,
-        body=RegisterFrontendClient,
+        body=RegisterClientApplication,
         ok={200: _OK},
     ),
     Route(
@@ -165,7 +178,7 @@ ROUTES = [
         "/api/frontend/client/metrics",
         register_frontend_metrics,
         auth.FRONTEND,
-        body=FrontendMetrics,
+        body=RegisterClientMetrics,
         ok={200: _OK},
     ),
 ]
