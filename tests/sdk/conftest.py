@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from tests.processes import Harness
-from tests.sdk.support import Service, start_service
+from tests.sdk.support import Service, frontend_answers, start_service
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -25,3 +25,10 @@ def service(pg18: PgServer) -> Iterator[Service]:
     finally:
         harness.cleanup()
         asyncio.run(pg18.drop_database(dsn))
+
+
+@pytest.fixture(scope="package")
+def frontend(service: Service) -> list[list[dict[str, Any]]]:
+    """What /api/frontend answers for every context and flag (support.FLAGS, CONTEXTS): what
+    the SDKs must answer (test_frontend_reference.py checks it is worth comparing with)."""
+    return frontend_answers(service, "POST")

@@ -7,6 +7,7 @@ import asyncio
 import json
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -41,9 +42,10 @@ FLAGS = [
     "no-such-flag",
 ]
 # One client token per SDK and mode (and one for the tests' own reads): the service's request
-# log tells who asked what.
+# log tells who asked what. A frontend token asks /api/frontend.
 CLIENTS = ("python-polling", "python-streaming", "node-polling", "node-streaming")
 REFERENCE = "reference"
+FRONTEND = "frontend"
 
 
 def _contexts() -> list[dict[str, Any]]:
@@ -125,8 +127,9 @@ async def seed(server: Server, dsn: str) -> Service:
             client, "wide-addon", {"feature": "banner", "enabled": True, "variants": ["wide"]}
         )
         await dependent(client, "orphan", {"feature": "dormant", "enabled": True})
-        for name in (*CLIENTS, REFERENCE):
-            body = {"tokenName": name, "type": "client", "environment": ENVIRONMENT}
+        for name in (*CLIENTS, REFERENCE, FRONTEND):
+            kind = "frontend" if name == FRONTEND else "client"
+            body = {"tokenName": name, "type": kind, "environment": ENVIRONMENT}
             made = await ok(await client.post("/api/admin/api-tokens", json=body, headers=ADMIN))
             service.tokens[name] = made["secret"]
             service.token_ids[name] = made["id"]
@@ -397,6 +400,39 @@ def answer(enabled: bool, variant: dict[str, Any]) -> dict[str, Any]:
             "feature_enabled": variant["feature_enabled"],
         },
     }
+
+
+DISABLED = {"name": "disabled", "enabled": False, "feature_enabled": False}
+
+
+def frontend_answers(service: Service, method: str) -> list[list[dict[str, Any]]]:
+    """Every flag for every context, as /api/frontend answers it (GET: the context in the
+    query, its properties as properties[name]=; POST: in the body). It lists the flags
+    enabled for the context (the tests' watched flags too, left out here); the others are
+    off, with the disabled variant."""
+    results = []
+    for context in CONTEXTS:
+        headers = {"Authorization": service.tokens[FRONTEND]}
+        if method == "POST":
+            body = json.dumps({"context": context}).encode()
+            url = f"{service.api}/frontend"
+            headers["Content-Type"] = "application/json"
+        else:
+            body = None
+            query = {k: v for k, v in context.items() if k != "properties"}
+            query |= {f"properties[{k}]": v for k, v in context.get("properties", {}).items()}
+            url = f"{service.api}/frontend?{urllib.parse.urlencode(query)}"
+        request = urllib.request.Request(url, data=body, method=method, headers=headers)
+        with urllib.request.urlopen(request, timeout=10) as resp:
+            toggles = {t["name"]: t for t in json.loads(resp.read())["toggles"]}
+        assert all(t["enabled"] is True for t in toggles.values())
+        results.append(
+            [
+                answer(name in toggles, toggles[name]["variant"] if name in toggles else DISABLED)
+                for name in FLAGS
+            ]
+        )
+    return results
 
 
 def client_features(service: Service) -> str:
