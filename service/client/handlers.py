@@ -20,6 +20,7 @@ from service.http import (
     Content,
     Param,
     Route,
+    etag_matches,
     json_response,
     principal,
     query_param,
@@ -93,13 +94,6 @@ async def _model(request: web.Request) -> tuple[Feed, m.Model]:
     return feed, model
 
 
-def _matches(if_none_match: str | None, etag: str) -> bool:
-    if not if_none_match:
-        return False
-    tags = [t.strip() for t in if_none_match.split(",")]
-    return "*" in tags or any(t.removeprefix("W/") == etag for t in tags)
-
-
 async def client_features(request: web.Request) -> web.Response:
     """Every flag the token may see, as its SDKs evaluate them. With the ETag of an earlier
     answer in If-None-Match, 304 while nothing changed (an idle SDK costs one lookup)."""
@@ -107,7 +101,7 @@ async def client_features(request: web.Request) -> web.Response:
     feed, model = await _model(request)
     etag = model.etag(scope)
     headers = {"ETag": etag, "Cache-Control": "no-cache", "Vary": "Accept-Encoding"}
-    if _matches(request.headers.get("If-None-Match"), etag):
+    if etag_matches(request.headers.get("If-None-Match"), etag):
         return web.Response(status=304, headers=headers)
     gzipped = takes_gzip(request.headers.get("Accept-Encoding"))
     if gzipped:
@@ -126,7 +120,7 @@ async def client_feature(request: web.Request) -> web.Response:
         raise errors.NotFound(f"Could not find feature flag {name}")
     etag = model.etag(scope, name)
     headers = {"ETag": etag, "Cache-Control": "no-cache"}
-    if _matches(request.headers.get("If-None-Match"), etag):
+    if etag_matches(request.headers.get("If-None-Match"), etag):
         return web.Response(status=304, headers=headers)
     response = json_response(model.feature(flag, scope))
     response.headers.update(headers)
