@@ -1,5 +1,5 @@
 """A TCP relay in front of the service, for an SDK to connect through: it keeps what each
-connection carried (both ways), cuts every connection on demand, and can hold new ones until
+connection carried (both ways), cuts the streams on demand, and can hold new ones until
 let through. What the SDKs send when they reconnect a stream is read from it."""
 
 from __future__ import annotations
@@ -69,7 +69,9 @@ class Proxy:
 
     def __exit__(self, *_: object) -> None:
         self.listener.close()
-        self.cut()
+        with self.lock:
+            for connection in self.connections:
+                connection.close()
         self.open.set()
 
     def streams(self) -> list[Connection]:
@@ -85,10 +87,10 @@ class Proxy:
         self.open.set()
 
     def cut(self) -> None:
-        """Every connection so far is closed, both ways."""
-        with self.lock:
-            for connection in self.connections:
-                connection.close()
+        """Every stream so far is closed, both ways (the SDK's other requests, such as its
+        registration, are left alone)."""
+        for connection in self.streams():
+            connection.close()
 
     def _accept(self) -> None:
         while True:
