@@ -89,7 +89,7 @@ async def run_async_projections(pool: asyncpg.Pool, dsn: str, stop: asyncio.Even
             quick = not listener.open or failed
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(
-                    _first(wake, stop), RELISTEN_POLL_SECONDS if quick else POLL_SECONDS
+                    first_set(wake, stop), RELISTEN_POLL_SECONDS if quick else POLL_SECONDS
                 )
             if listener.open and not stop.is_set():
                 with contextlib.suppress(TimeoutError):
@@ -173,7 +173,8 @@ class Listener:
             self.conn = None
 
 
-async def _first(*events: asyncio.Event) -> None:
+async def first_set(*events: asyncio.Event) -> None:
+    """Returns once any of these events is set."""
     waiters = [asyncio.ensure_future(e.wait()) for e in events]
     try:
         await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)

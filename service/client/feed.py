@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import msgspec
 import structlog
 
-from projections.follower import RELISTEN_POLL_SECONDS, Listener
+from projections.follower import RELISTEN_POLL_SECONDS, Listener, first_set
 from service import connections, eventstore
 from service.client import model as m
 from service.client import queries
@@ -123,7 +123,7 @@ class Feed:
                 quick = failed or not listener.open
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(
-                        _first(self.wake, stop), RELISTEN_POLL_SECONDS if quick else POLL_SECONDS
+                        first_set(self.wake, stop), RELISTEN_POLL_SECONDS if quick else POLL_SECONDS
                     )
         finally:
             await listener.close()
@@ -393,12 +393,3 @@ async def _load_all(conn: Conn, head: int) -> m.Model:
         segments=m.segments_from(rows.segments),
         project_environments=m.project_environments_from(rows.project_environments),
     )
-
-
-async def _first(*events: asyncio.Event) -> None:
-    waiters = [asyncio.ensure_future(e.wait()) for e in events]
-    try:
-        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for waiter in waiters:
-            waiter.cancel()
