@@ -50,33 +50,30 @@ async def erase(  # noqa: PLR0913 - the keys and the event's envelope
     erased are left out (nothing recorded twice)."""
     erased = await keys.destroy(conn, persons, now or datetime.now(UTC))
     if erased:
-        await store.append(
-            conn,
-            stream,
-            [
-                PersonalDataErased(person_id=e.person_id, reason=reason, had_key=e.had_key)
-                for e in erased
-            ],
-            metadata,
-        )
+        await store.append(conn, stream, _erased_events(erased, reason), metadata)
     return erased
 
 
-async def after_deletion(
-    conn: Conn,
-    persons: Collection[int],
-    *,
-    delay_days: int,
-    stream: tuple[str, str],
-    metadata: Metadata,
-) -> None:
-    """What a deletion does with the deleted persons' keys: destroys them now (delay 0), or
-    sets them to be destroyed when the delay has passed."""
-    now = datetime.now(UTC)
+async def on_deletion(
+    conn: Conn, persons: Collection[int], *, delay_days: int, now: datetime
+) -> list[PersonalDataErased]:
+    """What a deletion does with the deleted persons' keys, before it appends: destroys them
+    now (delay 0) and returns the `PersonalDataErased` events it appends after its own, in the
+    same append (its record of them is then written as the placeholder: their keys are gone);
+    or sets them to be destroyed when the delay has passed (nothing to append now).
+
+    Before, so that the deletion's transaction enters the log's global section once, at its
+    end: the head lock is held for one append and the COMMIT, not for a second append."""
     if delay_days == 0:
-        await erase(conn, persons, stream=stream, metadata=metadata, reason="deleted", now=now)
-    else:
-        await keys.schedule(conn, persons, now + timedelta(days=delay_days))
+        return _erased_events(await keys.destroy(conn, persons, now), "deleted")
+    await keys.schedule(conn, persons, now + timedelta(days=delay_days))
+    return []
+
+
+def _erased_events(erased: Collection[keys.Erased], reason: str) -> list[PersonalDataErased]:
+    return [
+        PersonalDataErased(person_id=e.person_id, reason=reason, had_key=e.had_key) for e in erased
+    ]
 
 
 async def erase_due(pool: asyncpg.Pool, committed: Committed | None = None) -> int:

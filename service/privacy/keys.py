@@ -28,21 +28,27 @@ SELECT * FROM unnest($1::bigint[], $2::text[], $3::bytea[])
 ON CONFLICT (person_id) DO NOTHING
 RETURNING person_id
 """
+# Destroy the keys of those not erased yet, and leave a tombstone for those without a row (so
+# that nothing is ever sealed for them): the persons erased now, and whether each had a key.
+# One statement (its parts touch different rows: a row that exists is never inserted).
 DESTROY = """
 WITH old AS (
     SELECT person_id, wrapped IS NOT NULL AS had_key FROM personal_keys
     WHERE person_id = ANY($1::bigint[]) AND erased_at IS NULL
     FOR UPDATE
+), destroyed AS (
+    UPDATE personal_keys k SET wrapped = NULL, master_key_id = NULL, erased_at = $2
+    FROM old WHERE k.person_id = old.person_id
+    RETURNING k.person_id, old.had_key
+), tombstones AS (
+    INSERT INTO personal_keys (person_id, erased_at)
+    SELECT unnest($1::bigint[]), $2
+    ON CONFLICT (person_id) DO NOTHING
+    RETURNING person_id, false AS had_key
 )
-UPDATE personal_keys k SET wrapped = NULL, master_key_id = NULL, erased_at = $2
-FROM old WHERE k.person_id = old.person_id
-RETURNING k.person_id, old.had_key
-"""
-TOMBSTONES = """
-INSERT INTO personal_keys (person_id, erased_at)
-SELECT unnest($1::bigint[]), $2
-ON CONFLICT (person_id) DO NOTHING
-RETURNING person_id
+SELECT person_id, had_key FROM destroyed
+UNION ALL
+SELECT person_id, had_key FROM tombstones
 """
 SCHEDULE = """
 INSERT INTO personal_keys AS k (person_id, erase_after)
@@ -207,10 +213,8 @@ async def destroy(conn: Conn, persons: Collection[int], now: datetime) -> list[E
     now, not those erased before (so erasing twice records it once)."""
     if not persons:
         return []
-    wanted = sorted(set(persons))
-    destroyed = {r["person_id"]: r["had_key"] for r in await conn.fetch(DESTROY, wanted, now)}
-    tombstones = {r["person_id"] for r in await conn.fetch(TOMBSTONES, wanted, now)}
-    return [Erased(p, destroyed.get(p, False)) for p in wanted if p in destroyed or p in tombstones]
+    rows = await conn.fetch(DESTROY, sorted(set(persons)), now)
+    return sorted(Erased(r["person_id"], r["had_key"]) for r in rows)
 
 
 async def schedule(conn: Conn, persons: Collection[int], due: datetime) -> None:

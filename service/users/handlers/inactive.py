@@ -59,15 +59,14 @@ async def delete_inactive(request: web.Request) -> web.Response:
             now=now,
         )
         if event is not None:
-            stream = ("user-batch", str(uuid.uuid4()))
-            await store.append(conn, stream, [event], actor(request), new=True)
-            await erasure.after_deletion(
+            erased = await erasure.on_deletion(
                 conn,
                 [u.user_id for u in event.users],
                 delay_days=settings.erasure_delay_days,
-                stream=stream,
-                metadata=actor(request),
+                now=now,
             )
+            stream = ("user-batch", str(uuid.uuid4()))
+            await store.append(conn, stream, [event, *erased], actor(request), new=True)
     return empty()
 
 

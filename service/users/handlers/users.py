@@ -92,15 +92,14 @@ async def delete_user(request: web.Request) -> web.Response:
     user_id = user_id_or_404(request.match_info["id"])
     async with transaction(request) as conn:
         event = domain.delete_user(user_id, await queries.lock_account(conn, user_id))
-        stream = domain.user_stream(user_id)
-        await store.append(conn, stream, [event], actor(request))
-        await erasure.after_deletion(
+        erased = await erasure.on_deletion(
             conn,
             [user_id],
             delay_days=request.app[SETTINGS].erasure_delay_days,
-            stream=stream,
-            metadata=actor(request),
+            now=datetime.now(UTC),
         )
+        stream = domain.user_stream(user_id)
+        await store.append(conn, stream, [event, *erased], actor(request))
     return empty()
 
 
