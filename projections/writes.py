@@ -10,7 +10,8 @@ Both follow PostgreSQL's semantics for these few shapes, and `verify` compares t
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any, NamedTuple
+import re
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -137,22 +138,57 @@ def render(write: Write) -> tuple[str, tuple[Any, ...]]:
 
 
 async def execute(conn: Conn, writes: Iterable[Write]) -> None:
-    """Run writes in order; a run of one shape goes as one pipelined executemany."""
-    statement: str | None = None
-    rows: list[tuple[Any, ...]] = []
+    """Run writes in order, in as few round trips as their shapes allow: a run of one shape
+    goes as one pipelined executemany, and single writes next to each other, each on another
+    table, go together as one statement (`_together`)."""
+    runs: list[tuple[str, str, list[tuple[Any, ...]]]] = []  # (statement, table, rows)
     for write in writes:
         sql, args = render(write)
-        if sql != statement:
-            await _flush(conn, statement, rows)
-            statement, rows = sql, []
-        rows.append(args)
-    await _flush(conn, statement, rows)
+        if runs and runs[-1][0] == sql:
+            runs[-1][2].append(args)
+        else:
+            runs.append((sql, write.table.name, [args]))
+    single: list[tuple[str, tuple[Any, ...]]] = []
+    tables: set[str] = set()
+    for sql, table, rows in runs:
+        if len(rows) > 1 or table in tables:
+            await _flush_single(conn, single)
+            single, tables = [], set()
+        if len(rows) > 1:
+            await conn.executemany(sql, rows)
+        else:
+            single.append((sql, rows[0]))
+            tables.add(table)
+    await _flush_single(conn, single)
 
 
-async def _flush(conn: Conn, statement: str | None, rows: list[tuple[Any, ...]]) -> None:
-    if statement is None or not rows:
-        return
-    if len(rows) == 1:
-        await conn.execute(statement, *rows[0])
-    else:
-        await conn.executemany(statement, rows)
+async def _flush_single(conn: Conn, single: list[tuple[str, tuple[Any, ...]]]) -> None:
+    if len(single) == 1:
+        await conn.execute(single[0][0], *single[0][1])
+    elif single:
+        await conn.execute(
+            _together(tuple(sql for sql, _ in single)), *(a for _, args in single for a in args)
+        )
+
+
+_PARAMETER: Final = re.compile(r"\$(\d+)")
+
+
+def _renumbered(sql: str, offset: int) -> str:
+    return _PARAMETER.sub(lambda m: f"${int(m[1]) + offset}", sql)
+
+
+@functools.cache
+def _together(statements: tuple[str, ...]) -> str:
+    """Writes on different tables as one statement: all but the last as data-modifying WITH
+    parts, their parameters numbered on. PostgreSQL runs the parts on one snapshot; since no
+    two touch the same table (and no read-model table has a trigger or a foreign key), that is
+    what running them one after another does, in one round trip instead of several."""
+    parts: list[str] = []
+    offset = 0
+    for sql in statements:
+        parts.append(_renumbered(sql, offset))
+        offset += max((int(n) for n in _PARAMETER.findall(sql)), default=0)
+    *first, last = parts
+    withs = ", ".join(f"w{i} AS ({sql})" for i, sql in enumerate(first))
+    return f"WITH {withs} {last}"
