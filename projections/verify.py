@@ -54,6 +54,10 @@ async def verify(conn: Conn) -> Report:
         await _check_positions(conn, report)
         await _check_streams(conn, report)
         await _check_chain(conn, report)
+        for position in await eventstore.underived(conn, MAX_PROBLEMS):
+            report.problems.append(
+                f"event {position}: kind, project or actor_user_id is not what the event gives"
+            )
         try:
             await _check_read_models(conn, report)
         except DECODE_ERRORS as exc:

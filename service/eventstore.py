@@ -51,6 +51,13 @@ class PartialDuplicate(Conflict):
     """Some event ids of an append are already stored (or being stored) with other events."""
 
 
+class Pending(NamedTuple):
+    """An append's global section, left for its transaction's COMMIT (`commit`)."""
+
+    statement: str  # the call of eventstore_append, its arguments as literals
+    last_event_id: uuid.UUID
+
+
 INSERT_STREAM = """
 INSERT INTO streams (stream_type, stream_key, version) VALUES ($1, $2, $3)
 ON CONFLICT ON CONSTRAINT streams_pkey DO NOTHING
@@ -72,6 +79,13 @@ APPEND = """
 SELECT out_position, out_recorded_at
 FROM eventstore_append($1, $2, $3, $4, $5, $6, $7, $8, $9)
 """
+# The same at COMMIT (store.transaction): the arguments as literals (`_call`), since the calls
+# and the COMMIT go as one simple-protocol message. The time argument is ignored there.
+APPEND_CALL = (
+    "SELECT eventstore_append({}, {}, {}, {}::uuid[], {}::text[], {}::integer[], {}::jsonb[], "
+    "{}::jsonb, NULL)"
+)
+APPENDED_AT = "SELECT event_id, position FROM events WHERE event_id = ANY($1::uuid[])"
 SELECT_BY_EVENT_IDS = """
 SELECT position, stream_type, stream_key, stream_version, event_id, type, schema_version,
        data::text AS data, metadata::text AS metadata, recorded_at
@@ -105,11 +119,14 @@ async def append(  # noqa: PLR0913 - the envelope has this many parts
     *,
     event_ids: Sequence[uuid.UUID] | None = None,
     inline: InlineApply | None = None,
+    pending: list[Pending] | None = None,
 ) -> list[RecordedEvent]:
     """Append events to one stream inside the caller's transaction; return them as recorded.
 
     Order: idempotency check, stream version check, inline projections, then the global section
     (numbering, hash chain, insert). The caller commits right after, which ends the section.
+    With `pending`, the global section is added to it instead, to run with the COMMIT
+    (`commit`); the events are returned without their positions and times.
     """
     if not conn.is_in_transaction():
         raise RuntimeError("append must run inside a transaction")
@@ -145,29 +162,79 @@ async def append(  # noqa: PLR0913 - the envelope has this many parts
     if inline is not None:
         await inline(conn, records)
     data, stored_metadata = await _stored(conn, events, metadata)
-    try:
-        rows = await conn.fetch(
-            APPEND,
-            stream[0],
-            stream[1],
-            first,
-            ids,
-            [e.type_name() for e in events],
-            [e.schema_version for e in events],
-            data,
-            stored_metadata,
-            recorded_at,
-        )
-    except asyncpg.UniqueViolationError as exc:
-        if exc.constraint_name != "events_event_id_key":
-            raise
-        raise PartialDuplicate("These events are being appended by another transaction") from None
+    types = [e.type_name() for e in events]
+    versions = [e.schema_version for e in events]
+    if pending is not None:
+        call = _call(stream, first, ids, types, versions, data, stored_metadata)
+        pending.append(Pending(call, ids[-1]))
+        return records
+    args = (stream[0], stream[1], first, ids, types, versions, data, stored_metadata, recorded_at)
     return [
         msgspec.structs.replace(
             record, position=row["out_position"], recorded_at=row["out_recorded_at"]
         )
-        for record, row in zip(records, rows, strict=True)
+        for record, row in zip(records, await _global_section(conn, args), strict=True)
     ]
+
+
+async def _global_section(conn: Conn, args: tuple[object, ...]) -> list[asyncpg.Record]:
+    try:
+        return await conn.fetch(APPEND, *args)
+    except asyncpg.UniqueViolationError as exc:
+        if exc.constraint_name != "events_event_id_key":
+            raise
+        raise PartialDuplicate("These events are being appended by another transaction") from None
+
+
+async def commit(conn: Conn, pending: Sequence[Pending]) -> dict[uuid.UUID, int]:
+    """The global sections of a transaction's appends and its COMMIT, sent as one message: the
+    head lock is then held for the appends and the commit alone. (Sent one after the other,
+    the lock would also be held while the COMMIT waits its turn in a busy event loop: measured
+    at 1.8 ms a transaction with 16 concurrent deletes, a ceiling of about 500 a second.)
+    The positions of the given last event ids, read once committed."""
+    try:
+        await conn.execute("; ".join([*(p.statement for p in pending), "COMMIT"]))
+    except asyncpg.UniqueViolationError as exc:
+        if exc.constraint_name != "events_event_id_key":
+            raise
+        raise PartialDuplicate("These events are being appended by another transaction") from None
+    if not pending:
+        return {}
+    rows = await conn.fetch(APPENDED_AT, [p.last_event_id for p in pending])
+    return {r["event_id"]: r["position"] for r in rows}
+
+
+def literal(value: str) -> str:
+    """A PostgreSQL string constant holding exactly `value` (an escape string, so that it means
+    the same whatever `standard_conforming_strings` says)."""
+    if "\x00" in value:
+        raise ValueError("PostgreSQL text cannot hold NUL")
+    return "E'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def _array(values: Sequence[str]) -> str:
+    return "ARRAY[" + ", ".join(literal(v) for v in values) + "]"
+
+
+def _call(  # noqa: PLR0913, PLR0917 - eventstore_append's arguments
+    stream: tuple[str, str],
+    first: int,
+    ids: Sequence[uuid.UUID],
+    types: Sequence[str],
+    versions: Sequence[int],
+    data: Sequence[str],
+    metadata: str,
+) -> str:
+    return APPEND_CALL.format(
+        literal(stream[0]),
+        literal(stream[1]),
+        int(first),
+        _array([str(i) for i in ids]),
+        _array(types),
+        "ARRAY[" + ", ".join(str(int(v)) for v in versions) + "]",
+        _array(data),
+        literal(metadata),
+    )
 
 
 async def _stored(
@@ -469,6 +536,23 @@ async def inconsistent_streams(conn: Conn, limit: int = 20) -> list[StreamMismat
         )
         for r in await conn.fetch(INCONSISTENT_STREAMS, limit)
     ]
+
+
+# Events whose derived columns (filled by the append since 0016, generated before) differ from
+# what their functions give: none, in a log that only eventstore_append wrote.
+UNDERIVED = """
+SELECT position FROM events
+WHERE kind IS DISTINCT FROM event_kind(type, data)
+   OR project IS DISTINCT FROM event_project(stream_type, stream_key, data)
+   OR actor_user_id IS DISTINCT FROM event_actor_user_id(metadata)
+ORDER BY position LIMIT $1
+"""
+
+
+async def underived(conn: Conn, limit: int) -> list[int]:
+    """The first positions (at most `limit`) whose kind, project or actor_user_id is not what
+    the event gives."""
+    return [r["position"] for r in await conn.fetch(UNDERIVED, limit)]
 
 
 async def chain(conn: Conn, prefetch: int = 2000) -> AsyncIterator[ChainLink]:

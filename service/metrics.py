@@ -89,7 +89,7 @@ class Metrics:
         )
         self._append_seconds = Histogram(
             "flagstore_event_append_duration_seconds",
-            "Time of one append (stream, inline projections, numbering, insert) later committed",
+            "Time of one append (stream, inline projections, numbering, insert) and its COMMIT",
             buckets=BUCKETS,
             registry=self.registry,
         )

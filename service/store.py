@@ -8,13 +8,16 @@ another and each decides on what the previous one committed. What a command crea
 by unique constraints: a new stream's key (`streams`), and the read models' unique indexes.
 Stream versions only number events; appends do not compare them.
 
-`transaction` is `conn.transaction()` that also remembers what `append` appended in it, and
-hands that over once the COMMIT succeeded (metrics count committed events only).
+`transaction` is a transaction that also remembers what `append` appended in it, and hands that
+over once the COMMIT succeeded (metrics count committed events only). Its appends' global
+sections run with its COMMIT, in one message (`eventstore.commit`): the log's head lock is held
+for them and the commit alone.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
@@ -61,8 +64,9 @@ UNIQUE_CONSTRAINTS: Final[dict[tuple[str, str], tuple[type[AppError], str]]] = {
 
 @dataclass(frozen=True, slots=True)
 class Appended:
-    """One append in a transaction: its events' types, in order, how long it took, the log
-    position of its last event, and its stream's type."""
+    """One append in a transaction: its events' types, in order, how long it took (with its
+    transaction's global sections and COMMIT, where they run), the log position of its last
+    event, and its stream's type."""
 
     types: tuple[str, ...]
     seconds: float
@@ -78,6 +82,7 @@ Committed = Callable[[Sequence[Appended]], None]
 class _Unit:
     conn: Conn
     appended: list[Appended] = field(default_factory=list)
+    pending: list[eventstore.Pending] = field(default_factory=list)
 
 
 _unit: ContextVar[_Unit | None] = ContextVar("store_unit", default=None)
@@ -85,22 +90,63 @@ _unit: ContextVar[_Unit | None] = ContextVar("store_unit", default=None)
 
 @contextlib.asynccontextmanager
 async def transaction(conn: Conn, committed: Committed | None = None) -> AsyncIterator[Conn]:
-    """`conn.transaction()`; once its COMMIT succeeded, `committed` gets what `append` appended
-    in it. A rollback (an exception, a refused constraint, a failed COMMIT) reports nothing.
-    Nested in another on the same connection (a savepoint), its appends join the outer one's,
-    reported only when that one commits."""
+    """A transaction (BEGIN ... COMMIT) whose appends' global sections run with its COMMIT; once
+    that succeeded, `committed` gets what `append` appended in it. A rollback (an exception, a
+    refused constraint, a failed COMMIT) reports nothing. Nested in another on the same
+    connection it is a savepoint, and its appends join the outer one's (they run, and are
+    reported, when that one commits). Inside, the connection's own `transaction()` cannot be
+    used (asyncpg refuses it in a transaction it did not begin)."""
     outer = _unit.get()
     unit = _Unit(conn)
     token = _unit.set(unit)
     try:
-        async with conn.transaction():
+        if outer is not None and outer.conn is conn:
+            async with _savepoint(conn, len(outer.pending)):
+                yield conn
+            outer.appended.extend(unit.appended)
+            outer.pending.extend(unit.pending)
+            return
+        await conn.execute("BEGIN")
+        try:
             yield conn
+            started = time.perf_counter()
+            positions = await eventstore.commit(conn, unit.pending)
+            committing = time.perf_counter() - started
+        except BaseException:
+            await _roll_back(conn)
+            raise
     finally:
         _unit.reset(token)
-    if outer is not None and outer.conn is conn:
-        outer.appended.extend(unit.appended)
-    elif committed is not None and unit.appended:
-        committed(unit.appended)
+    if committed is not None and unit.appended:
+        committed(
+            [
+                dataclasses.replace(
+                    a, seconds=a.seconds + committing, position=positions.get(p.last_event_id, 0)
+                )
+                for a, p in zip(unit.appended, unit.pending, strict=True)
+            ]
+        )
+
+
+@contextlib.asynccontextmanager
+async def _savepoint(conn: Conn, number: int) -> AsyncIterator[None]:
+    name = f"store_{number}_{id(conn) & 0xFFFF}"
+    await conn.execute(f"SAVEPOINT {name}")
+    try:
+        yield
+    except BaseException:
+        await conn.execute(f"ROLLBACK TO SAVEPOINT {name}")
+        raise
+    await conn.execute(f"RELEASE SAVEPOINT {name}")
+
+
+async def _roll_back(conn: Conn) -> None:
+    """ROLLBACK unless the transaction is over already (a failed COMMIT ends it) or the
+    connection is gone (the pool then closes it); the caller's exception is what counts."""
+    if conn.is_closed() or not conn.is_in_transaction():
+        return
+    with contextlib.suppress(asyncpg.PostgresError, asyncpg.InterfaceError, OSError):
+        await conn.execute("ROLLBACK")
 
 
 async def append(  # noqa: PLR0913 - the envelope has this many parts
@@ -115,9 +161,19 @@ async def append(  # noqa: PLR0913 - the envelope has this many parts
     """Append to one stream; `new`: the stream must not exist yet (it starts with a create)."""
     expected: eventstore.Expected = eventstore.NO_STREAM if new else eventstore.ANY
     started = time.perf_counter()
+    unit = _unit.get()
+    ours = unit is not None and unit.conn is conn
+    before = len(unit.pending) if unit is not None else 0
     try:
         recorded = await eventstore.append(
-            conn, stream, expected, events, metadata, event_ids=event_ids, inline=apply_inline
+            conn,
+            stream,
+            expected,
+            events,
+            metadata,
+            event_ids=event_ids,
+            inline=apply_inline,
+            pending=unit.pending if unit is not None and ours else None,
         )
     except eventstore.WrongExpectedVersion:
         kind, message = TAKEN_STREAMS.get(stream[0], (Conflict, f"{stream[0]} exists already"))
@@ -128,9 +184,7 @@ async def append(  # noqa: PLR0913 - the envelope has this many parts
             raise
         kind, message = known
         raise kind(message) from None
-    unit = _unit.get()
-    if unit is not None and unit.conn is conn and recorded:
+    if unit is not None and ours and len(unit.pending) > before:  # not when stored already
         types = tuple(record.event.type_name() for record in recorded)
-        last = recorded[-1].position or 0
-        unit.appended.append(Appended(types, time.perf_counter() - started, last, stream[0]))
+        unit.appended.append(Appended(types, time.perf_counter() - started, 0, stream[0]))
     return recorded

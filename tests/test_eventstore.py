@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING
 
 import asyncpg
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from service import connections, eventstore
+from service import connections, eventstore, store
 from service.codec import decode_metadata
 from service.eventstore import WrongExpectedVersion
 from tests.factories import TEST_ACTOR, append, noted
@@ -228,3 +230,51 @@ async def test_a_concurrent_duplicate_append_is_a_conflict_then_a_no_op(any_dsn:
     finally:
         await first.close()
         await second.close()
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(text=st.text(st.characters(exclude_characters="\x00")))
+async def test_a_literal_holds_exactly_its_text(any_conn: Conn, text: str) -> None:
+    """What the global section sends as literals (the arguments of eventstore_append, in one
+    message with the COMMIT) reads back as the very text: quotes, backslashes and all. (An
+    escape string: its meaning does not hang on standard_conforming_strings.)"""
+    assert eventstore.literal(text).startswith("E'")
+    assert await any_conn.fetchval(f"SELECT {eventstore.literal(text)}") == text
+
+
+def test_a_literal_refuses_nul() -> None:
+    with pytest.raises(ValueError, match="NUL"):
+        eventstore.literal("a\x00b")
+
+
+async def test_a_transaction_commits_its_appends_with_the_commit_and_reports_positions(
+    any_conn: Conn,
+) -> None:
+    """store.transaction leaves the global sections for its COMMIT: inside, the events are not
+    in the log yet (the read models are written); after, they are, and the positions reported
+    are theirs. A failed transaction appends nothing."""
+    reported: list[store.Appended] = []
+    async with store.transaction(any_conn, reported.extend):
+        await store.append(any_conn, ("test", "a"), [noted(1), noted(2)], TEST_ACTOR, new=True)
+        await store.append(any_conn, ("test", "b"), [noted(3)], TEST_ACTOR, new=True)
+        assert await any_conn.fetchval("SELECT count(*) FROM events") == 0
+    positions = [r["position"] for r in await any_conn.fetch("SELECT position FROM events")]
+    assert positions == [1, 2, 3]
+    kind = noted(1).type_name()
+    assert [(a.types, a.position, a.stream_type) for a in reported] == [
+        ((kind, kind), 2, "test"),
+        ((kind,), 3, "test"),
+    ]
+
+    async def fails() -> None:
+        async with store.transaction(any_conn, reported.extend):
+            await store.append(any_conn, ("test", "c"), [noted(4)], TEST_ACTOR, new=True)
+            raise RuntimeError
+
+    with pytest.raises(RuntimeError):
+        await fails()
+    assert await any_conn.fetchval("SELECT count(*) FROM events") == 3
+    assert not any_conn.is_in_transaction()
+    assert len(reported) == 2

@@ -161,6 +161,16 @@ async def test_verify_finds_an_edited_event(any_conn: Conn) -> None:
     assert "event 2: hash does not match its content" in (await verify(any_conn)).problems
 
 
+async def test_verify_finds_an_event_whose_search_columns_were_changed(any_conn: Conn) -> None:
+    """The columns the log is searched by are filled by the append (0016), not generated: an
+    edit of them alone leaves the hash chain intact, and verify still finds it."""
+    await append(any_conn, [noted(1), noted(2)])
+    assert (await verify(any_conn)).ok
+    await _tamper(any_conn, "UPDATE events SET kind = 'feature-created' WHERE position = 2")
+    problems = (await verify(any_conn)).problems
+    assert problems == ["event 2: kind, project or actor_user_id is not what the event gives"]
+
+
 async def test_verify_finds_a_deleted_event(any_conn: Conn) -> None:
     await append(any_conn, [noted(1), noted(2), noted(3)])
     await _tamper(any_conn, "DELETE FROM events WHERE position = 2")
