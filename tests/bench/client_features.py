@@ -222,7 +222,7 @@ def measure(server: Server, answer: str, *, gzip: bool, seconds: int, round_: in
         Path(script.name).unlink()
     statuses = dict(re.findall(r" (\d+)=(\d+)", _line(out, "STATUSES")))
     totals = re.fullmatch(r"REQUESTS (\d+) BYTES (\d+) ERRORS (\d+)", _line(out, "REQUESTS"))
-    latency = dict(re.findall(r"^\s+(50|99)%\s+(\S+)$", out, re.MULTILINE))
+    latency = dict(re.findall(r"^\s+(50|99)%\s+(\S+)\s*$", out, re.MULTILINE))
     rps = re.search(r"Requests/sec:\s+([\d.]+)", out)
     assert totals, out
     assert rps, out

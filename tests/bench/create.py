@@ -158,7 +158,7 @@ def wrk_row(server: str, concurrency: int, seconds: int, pid: int | None, args: 
     ).stdout
     sampler.stop.set()
     sampler.join()
-    latency = dict(re.findall(r"^\s+(50|99)%\s+(\S+)$", out, re.MULTILINE))
+    latency = dict(re.findall(r"^\s+(50|99)%\s+(\S+)\s*$", out, re.MULTILINE))
     non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
     rps = re.search(r"Requests/sec:\s+([\d.]+)", out)
@@ -192,12 +192,19 @@ def dsn_of(env: dict[str, str]) -> str:
     ).stdout.strip()
 
 
+class VerifyFailedError(RuntimeError):
+    """`python -m service verify` failed on the database a benchmark filled."""
+
+
 @contextlib.contextmanager
-def serving_ours(env_out: dict[str, str] | None = None) -> Iterator[tuple[str, int]]:
+def serving_ours(
+    env_out: dict[str, str] | None = None, *, check_verify: bool = False
+) -> Iterator[tuple[str, int]]:
     """Our service as its own process on a fresh embedded PostgreSQL: yields (base URL, pid).
     `env_out` receives its environment, for CLI commands against the same database.
 
-    On the way out it stops the service and runs `verify` on the database it filled.
+    On the way out it stops the service and runs `verify` on the database it filled; with
+    `check_verify`, a failed verify raises VerifyFailedError (after the clean-up).
     """
     data_dir = Path(tempfile.mkdtemp(prefix="bench-", dir="/tmp"))
     port = free_port()
@@ -227,7 +234,7 @@ def serving_ours(env_out: dict[str, str] | None = None) -> Iterator[tuple[str, i
     finally:
         proc.terminate()
         proc.wait(30)
-        subprocess.run(
+        verify = subprocess.run(
             [sys.executable, "-m", "service", "verify"],
             cwd=ROOT,
             env=env,
@@ -235,6 +242,8 @@ def serving_ours(env_out: dict[str, str] | None = None) -> Iterator[tuple[str, i
             stdout=sys.stderr,
         )
         shutil.rmtree(data_dir, ignore_errors=True)
+    if check_verify and verify.returncode != 0:
+        raise VerifyFailedError(f"verify failed on ours (exit {verify.returncode})")
 
 
 def bench_ours(seconds: int) -> list[Row]:
