@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from service.appkeys import POOL
+from service.users import queries as queries_module
 from service.users.handlers import search as search_module
 from service.users.importer import import_users
 from tests import factories
@@ -230,7 +231,7 @@ def crowd(rng: random.Random, count: int) -> list[str]:
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
     q=st.text("abc. ", min_size=2, max_size=6),
@@ -238,6 +239,7 @@ def crowd(rng: random.Random, count: int) -> list[str]:
     offset=st.integers(0, 60),
     head=st.sampled_from([3, 25, 1000]),
     match_cost=st.sampled_from([0, 1, 1000]),
+    probe=st.sampled_from([0, 2, 1000]),
 )
 async def test_every_way_of_finding_gives_the_defined_order(  # noqa: PLR0917 - drawn inputs
     client: Client,
@@ -248,9 +250,11 @@ async def test_every_way_of_finding_gives_the_defined_order(  # noqa: PLR0917 - 
     offset: int,
     head: int,
     match_cost: int,
+    probe: int,
 ) -> None:
-    """Whichever way the service takes (the first people by name, a longer walk, the trigram
-    indexes; set small here so 300 people take them all), the page is the definition's."""
+    """Whichever way the service takes (prefixes sorted or read in name order, the first
+    people by name, a sample, a longer walk, the trigram indexes; set small here so 300 people
+    take them all), the page is the definition's."""
     async with app[POOL].acquire() as conn:
         if not await conn.fetchval("SELECT count(*) FROM users WHERE email LIKE '%.io'"):
             await import_users(conn, crowd(random.Random(5), 300), source="crowd")
@@ -263,6 +267,7 @@ async def test_every_way_of_finding_gives_the_defined_order(  # noqa: PLR0917 - 
         ]
     monkeypatch.setattr(search_module, "HEAD", head)
     monkeypatch.setattr(search_module, "MATCH_COST", match_cost)
+    monkeypatch.setattr(search_module, "PROBE", probe)
     want = expected_ids(people, q)
     if len(q.strip()) < 2:  # behavior.md: too short
         want = []
@@ -279,3 +284,45 @@ async def test_a_position_beyond_the_log_is_a_400_whatever_the_query(
     resp = await client.get(SEARCH, params={"q": q, "at": "999999999"}, headers=ADMIN)
     message = await error(resp, 400, "ValidationError")
     assert "beyond the log's end" in message
+
+
+@pytest.mark.usefixtures("client")  # the app started: its pool
+async def test_every_way_agrees_on_every_short_query(
+    app: web.Application, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every query of two and three characters over the crowd's letters, under every setting
+    that picks a different way (prefixes sorted or read in name order, a walk that starts where
+    the first people end, a sample, the trigram indexes), straight against the search function:
+    the ids must be the definition's, none twice."""
+    async with app[POOL].acquire() as conn:
+        await import_users(conn, crowd(random.Random(11), 240), source="crowd")
+        await factories.account(conn, username="ab")  # an exact match among broad prefixes
+        await conn.execute("ANALYZE users")  # a size the choices can go by
+        people = [
+            dict(r)
+            for r in await conn.fetch(
+                "SELECT id, name, username, email FROM users WHERE account_type = 'User'"
+            )
+        ]
+        letters = "abc."
+        queries = [a + b for a in letters for b in letters]
+        queries += [a + b + c for a in "abc" for b in letters for c in "abc"]
+        wrong = []
+        for head, probe, match_cost, walk_most in (
+            (1, 0, 1000, 0),
+            (2, 1, 0, 10**6),
+            (3, 2, 1000, 10**6),
+            (5, 1000, 1, 0),
+            (7, 0, 0, 10**6),
+            (25, 2, 1000, 50),
+        ):
+            monkeypatch.setattr(search_module, "HEAD", head)
+            monkeypatch.setattr(search_module, "WALK_MOST", walk_most)
+            monkeypatch.setattr(search_module, "PROBE", probe)
+            monkeypatch.setattr(search_module, "MATCH_COST", match_cost)
+            for q in queries:
+                rows = await conn.fetch(queries_module.SEARCH, *search_module.arguments(q, 50), 0)
+                got = [r["id"] for r in rows]
+                if got != expected_ids(people, q)[:50]:
+                    wrong.append((head, probe, match_cost, q))
+    assert wrong == []

@@ -80,113 +80,16 @@ ORDER BY u.id
 FOR UPDATE OF u
 """
 # behavior.md section 5: exact matches, then prefixes, then other substrings; ties by name, then
-# id. How the three are found is explained in service/users/search.py. The first statement
-# takes the query as sent (trimmed) as $1 and $2: PostgreSQL lower-cases it (NEEDLE), as it did
-# the stored fields (Python's lower() differs for some letters: final sigma, dotted I), and
-# escapes \\, % and _ for LIKE (PATTERN); it returns that pattern, which the others take as $1.
-# $3 (first statement) or $2 (the others): the rows wanted (offset + limit); then as noted.
-_NEEDLE = "lower($1)"
-_PATTERN = r"""replace(replace(replace(lower($2), '\', '\\'), '%', '\%'), '_', '\_')"""
-
-
-def _lowered(sql: str) -> str:
-    return sql.replace("NEEDLE", _NEEDLE).replace("PATTERN", _PATTERN)
-
-
-_REST_MATCH = """
-(w.search_name LIKE '%' || PATTERN || '%' OR w.search_username LIKE '%' || PATTERN || '%'
- OR w.search_email LIKE '%' || PATTERN || '%')
-AND NOT coalesce(w.search_name LIKE PATTERN || '%' OR w.search_username LIKE PATTERN || '%'
-                 OR w.search_email LIKE PATTERN || '%', false)
-"""
-# Exact matches, prefix matches (not exact), and, unless those fill the page, the third tier
-# among the first $4 people by name (with how many people that was, and the table's estimated
-# size). $5 and $6: what the three-character group keys of the prefixes are (_first).
-_SEARCH_FIRST = """
-WITH exact AS (
-    SELECT u.id, u.name FROM users u
-    WHERE u.account_type = 'User'
-      AND (u.search_name COLLATE "C" = NEEDLE OR u.search_username COLLATE "C" = NEEDLE
-           OR u.search_email COLLATE "C" = NEEDLE)
-    ORDER BY u.name || '', u.id LIMIT $3
-), prefix AS (
-    SELECT p.id FROM (
-        (SELECT u.id, u.name FROM users u
-         WHERE u.account_type = 'User' AND PREFIX(search_name)
-         ORDER BY u.name, u.id LIMIT $3)
-        UNION
-        (SELECT u.id, u.name FROM users u
-         WHERE u.account_type = 'User' AND u.search_username IS NOT NULL
-           AND PREFIX(search_username)
-         ORDER BY u.name, u.id LIMIT $3)
-        UNION
-        (SELECT u.id, u.name FROM users u
-         WHERE u.account_type = 'User' AND u.search_email IS NOT NULL
-           AND PREFIX(search_email)
-         ORDER BY u.name, u.id LIMIT $3)
-    ) p
-    WHERE p.id NOT IN (SELECT e.id FROM exact e)
-    ORDER BY p.name, p.id LIMIT $3
-), head AS (
-    SELECT count(*) AS walked,
-           (array_agg(w.id ORDER BY w.name, w.id) FILTER (WHERE REST_MATCH))[1:$3] AS ids
-    FROM (SELECT u.id, u.name, u.search_name, u.search_username, u.search_email FROM users u
-          WHERE u.account_type = 'User' ORDER BY u.name, u.id
-          LIMIT CASE WHEN (SELECT count(*) FROM exact) + (SELECT count(*) FROM prefix) >= $3
-                     THEN 0 ELSE $4 END) w
-)
-SELECT PATTERN AS pattern,
-       array(SELECT e.id FROM exact e ORDER BY e.name || '', e.id) AS exact,
-       array(SELECT p.id FROM prefix p) AS prefix,
-       coalesce(h.ids, '{}') AS rest, h.walked,
-       (SELECT c.reltuples FROM pg_class c WHERE c.oid = 'users'::regclass)::bigint AS users
-FROM head h
-""".replace("REST_MATCH", _REST_MATCH)
-
-
-def _first(prefix: str) -> str:
-    """_SEARCH_FIRST with the prefix condition on each field (`F` stands for the field)."""
-    out = _SEARCH_FIRST
-    for field in ("search_name", "search_username", "search_email"):
-        out = out.replace(f"PREFIX({field})", prefix.replace("F", f"u.{field}"))
-    return _lowered(out)
-
-
-# Three characters: the prefixes are one group, in name order ($5 the query; $6 unused).
-SEARCH_FIRST_THREE = _first(
-    """substr(F, 1, 3) COLLATE "C" = substr(lower($5), 1, 3) AND $6::text IS NOT NULL"""
-)
-# More: one group, and in it those that go on like the query. (When few go on, PostgreSQL may
-# prefer the equality index's range and a sort; both are quick.)
-SEARCH_FIRST_LONG = _first("""substr(F, 1, 3) COLLATE "C" = substr(lower($5), 1, 3)
-           AND F LIKE PATTERN || '%' AND $6::text IS NOT NULL""")
-# Two characters: a range of groups (the query, and it followed by any one character).
-SEARCH_FIRST_SHORT = _first("""substr(F, 1, 3) COLLATE "C" BETWEEN lower($5) AND lower($6)
-           AND F LIKE PATTERN || '%'""")
-# The third tier by walking people in name order, at most $3 of them (NULL: everyone).
-SEARCH_REST_WALK = """
-SELECT w.id FROM (SELECT u.id, u.name, u.search_name, u.search_username, u.search_email
-                  FROM users u WHERE u.account_type = 'User' ORDER BY u.name, u.id LIMIT $3) w
-WHERE REST_MATCH
-ORDER BY w.name, w.id LIMIT $2
-""".replace("REST_MATCH", _REST_MATCH.replace("PATTERN", "$1"))
-# The third tier from the trigram indexes: every match, sorted (`name || ''` keeps the planner
-# from walking the name order instead, which it may think cheaper and is not when few match).
-# $3 false when no e-mail can match (the query holds a space): the plan then leaves the e-mail
-# index out, which matters when a piece of the query is in everyone's e-mail domain.
-SEARCH_REST_INDEXED = """
-SELECT w.id FROM users w
-WHERE w.account_type = 'User'
-  AND (w.search_name LIKE '%' || $1 || '%' OR w.search_username LIKE '%' || $1 || '%'
-       OR ($3::boolean AND w.search_email LIKE '%' || $1 || '%'))
-  AND NOT coalesce(w.search_name LIKE $1 || '%' OR w.search_username LIKE $1 || '%'
-                   OR w.search_email LIKE $1 || '%', false)
-ORDER BY w.name || '', w.id LIMIT $2
-"""
-SEARCH_ROWS = """
+# id. public.search_user_ids (sql/0017) finds the ids of the first offset + limit ($2) in one
+# call, with the constants of service/users/handlers/search.py ($3 .. $8) and whether an e-mail can
+# match ($9); this statement returns the rows of those after the offset ($10), in that order.
+SEARCH = """
 SELECT u.id, u.account_type, u.name, u.username, u.email, u.root_role, u.login_attempts,
        u.seen_at, u.created_at
-FROM users u WHERE u.id = ANY($1::bigint[])
+FROM public.search_user_ids($1, $2, $3, $4, $5, $6, $7, $8, $9) AS f (ids)
+     CROSS JOIN LATERAL unnest(f.ids[$10 + 1:]) WITH ORDINALITY AS s (id, n)
+     JOIN users u ON u.id = s.id
+ORDER BY s.n
 """
 
 USERNAME_TAKEN = "SELECT EXISTS (SELECT 1 FROM users WHERE username = $1)"

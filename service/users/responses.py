@@ -3,6 +3,7 @@ access tokens, inactive users, search), built here and only here from read-model
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -17,11 +18,30 @@ if TYPE_CHECKING:
     import asyncpg
 
 
+@functools.lru_cache(maxsize=65536)
 def image_url(email: str | None, username: str | None, account_id: int) -> str:
-    """Unleash's default avatar: the gravatar (sha256) of the e-mail, or else the username."""
+    """Unleash's default avatar: the gravatar (sha256) of the e-mail, or else the username
+    (remembered: a page of search results hashes up to a thousand of them)."""
     key = (email or username or str(account_id)).strip().lower()
     digest = hashlib.sha256(key.encode()).hexdigest()
     return f"https://gravatar.com/avatar/{digest}?s=42&d=retro&r=g"
+
+
+def _account_fields(row: asyncpg.Record) -> dict[str, Any]:
+    return {
+        "id": row["id"],
+        "name": row["name"],
+        "email": row["email"],
+        "username": row["username"],
+        "image_url": image_url(row["email"], row["username"], row["id"]),
+        "seen_at": row["seen_at"],
+        "login_attempts": row["login_attempts"],
+        "created_at": row["created_at"],
+        "is_api": False,
+        "root_role": row["root_role"],
+        "account_type": row["account_type"],
+        "email_sent": False,
+    }
 
 
 class _Account(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
@@ -42,23 +62,6 @@ class _Account(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_d
     account_type: str
     email_sent: bool
 
-    @staticmethod
-    def fields(row: asyncpg.Record) -> dict[str, Any]:
-        return {
-            "id": row["id"],
-            "name": row["name"],
-            "email": row["email"],
-            "username": row["username"],
-            "image_url": image_url(row["email"], row["username"], row["id"]),
-            "seen_at": row["seen_at"],
-            "login_attempts": row["login_attempts"],
-            "created_at": row["created_at"],
-            "is_api": False,
-            "root_role": row["root_role"],
-            "account_type": row["account_type"],
-            "email_sent": False,
-        }
-
 
 class User(_Account, frozen=True, kw_only=True):
     """A user (Unleash's user record)."""
@@ -68,7 +71,24 @@ class User(_Account, frozen=True, kw_only=True):
 
     @classmethod
     def from_row(cls, row: asyncpg.Record, permissions: Sequence[str] = ()) -> User:
-        return cls(**cls.fields(row), permissions=list(permissions), scim_id=None)
+        # Field by field rather than through _account_fields: a search builds up to a thousand.
+        email, username, account_id = row["email"], row["username"], row["id"]
+        return cls(
+            id=account_id,
+            name=row["name"],
+            email=email,
+            username=username,
+            image_url=image_url(email, username, account_id),
+            seen_at=row["seen_at"],
+            login_attempts=row["login_attempts"],
+            created_at=row["created_at"],
+            is_api=False,
+            root_role=row["root_role"],
+            account_type=row["account_type"],
+            email_sent=False,
+            permissions=list(permissions),
+            scim_id=None,
+        )
 
 
 class ServiceAccount(_Account, frozen=True, kw_only=True):
@@ -76,7 +96,7 @@ class ServiceAccount(_Account, frozen=True, kw_only=True):
 
     @classmethod
     def from_row(cls, row: asyncpg.Record) -> ServiceAccount:
-        return cls(**cls.fields(row))
+        return cls(**_account_fields(row))
 
 
 class RootRole(msgspec.Struct, frozen=True, kw_only=True):

@@ -211,38 +211,34 @@ def psql(env: dict[str, str], sql: str) -> list[str]:
 
 
 def plan(env: dict[str, str], q: str) -> list[str]:
-    """What PostgreSQL does for the service's first statement for q (tiers 1 and 2 and the
-    first people by name), and for the trigram fallback of tier 3."""
+    """What PostgreSQL does for a search for q: the plan of each statement the search function
+    (public.search_user_ids) runs, with its time, as auto_explain reports them."""
     from service.users import queries  # noqa: PLC0415 - the exact SQL the service runs
     from service.users.handlers import search  # noqa: PLC0415
 
-    q = q.strip()
-
-    def literal(text: str) -> str:
-        return "'" + text.replace("'", "''") + "'"
-
-    if len(q) < search.GROUP_KEY:
-        first, last = queries.SEARCH_FIRST_SHORT, q + search.LAST_CHARACTER
-    elif len(q) == search.GROUP_KEY and q.isascii():
-        first, last = queries.SEARCH_FIRST_THREE, q
-    else:
-        first, last = queries.SEARCH_FIRST_LONG, q
-    pattern = q.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    first_values = {"$1": literal(q), "$2": literal(q), "$3": "100", "$4": str(search.HEAD)}
-    statements = [
-        (first, first_values | {"$5": literal(q), "$6": literal(last)}),
-        (queries.SEARCH_REST_INDEXED, {"$1": literal(pattern), "$2": "100", "$3": "true"}),
-    ]
-    out = []
-    for statement, values in statements:
-        sql = statement
-        for key in sorted(values, reverse=True):
-            sql = sql.replace(key, values[key])
-        sql = sql.replace("FROM users", "FROM readmodel.users").replace(
-            "'users'::regclass", "'readmodel.users'::regclass"
-        )
-        out += psql(env, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, BUFFERS OFF) " + sql)
-    return out
+    script = (
+        "import asyncio, asyncpg, sys, json\n"
+        "async def main():\n"
+        "    c = await asyncpg.connect(sys.argv[1],\n"
+        "                              server_settings={'search_path': 'readmodel, public'})\n"
+        "    args = json.loads(sys.argv[3])\n"
+        "    await c.fetch(sys.argv[2], *args)  # the function compiled, its plans made\n"
+        "    await c.execute(\"LOAD 'auto_explain'; SET auto_explain.log_min_duration = 0; \"\n"
+        '                    "SET auto_explain.log_nested_statements = on; "\n'
+        '                    "SET auto_explain.log_analyze = on; SET client_min_messages = log")\n'
+        "    c.add_log_listener(lambda _c, m: print(m.message))\n"
+        "    await c.fetch(sys.argv[2], *args)\n"
+        "    await asyncio.sleep(0.2)\n"
+        "asyncio.run(main())\n"
+    )
+    arguments = json.dumps([*search.arguments(q.strip(), 100), 0])
+    out = subprocess.run(
+        [sys.executable, "-c", script, dsn_of(env), queries.SEARCH, arguments],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return out.splitlines()
 
 
 def search_row(  # noqa: PLR0917 - one measured row, every knob explicit

@@ -3,24 +3,26 @@
 Results come in three tiers (exact, prefix, other substring), each in name-then-id order, and
 only the first `offset + limit` are wanted. Sorting every match is what makes a broad search slow
 at a million users, and PostgreSQL cannot tell a broad search from a narrow one (its estimates for
-`LIKE '%x%'` are guesses), so the order of work is chosen here:
+`LIKE '%x%'` are guesses), so the order of work is chosen by the search itself, in one call of
+public.search_user_ids (sql/0017; one round trip, plans made once per connection):
 
-1. One statement answers the common case: exact matches (equality indexes); prefix matches from
-   indexes grouped by the field's first three characters and ordered by name inside a group, so
-   the first page is read in order and nothing is sorted; and third-tier matches among the
-   first HEAD people in name order.
-2. If those fill the page, or HEAD was everyone, that is the answer. Otherwise the share of
-   matches among the first HEAD people estimates both how far a walk in name order must go to
-   fill the page and how many matches the trigram indexes would return to be sorted; the
-   cheaper is taken. A walk is bounded (WALK_SLACK times the estimate; when that is about
-   everyone it runs to the end); if it falls short, the trigram indexes answer.
+1. Exact matches from the equality indexes. Prefix matches are counted in the same indexes (the
+   range from the query to just past it); up to PROBE of them are sorted. More (a broad prefix)
+   are read in name order from the indexes grouped by the first three characters, or, for two
+   characters, by a walk in name order when that is short (WALK_MOST).
+2. The third tier among the first HEAD people in name order; if that fills the page, or HEAD was
+   everyone, that is the answer.
+3. Otherwise the share of matches (among HEAD people, or, in a large table, in random pages)
+   estimates both how far a walk in name order must go to fill the page and how many matches the
+   trigram indexes would return to be sorted; the cheaper is taken. A walk is bounded (WALK_SLACK
+   times the estimate, and never beyond what the trigram indexes would cost); if it falls short,
+   the trigram indexes answer.
 
 A wrong estimate costs time, never a wrong page: every way ends in the same order.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from typing import TYPE_CHECKING, Final
 
@@ -33,22 +35,27 @@ from service.users.responses import User, UserList, root_roles
 if TYPE_CHECKING:
     from aiohttp import web
 
-    from service.connections import Conn
-
 MIN_QUERY: Final = 2
 DEFAULT_LIMIT: Final = 100
 MAX_LIMIT: Final = 1000
-HEAD: Final = 1000  # people walked in name order by the first statement
+HEAD: Final = 1000  # people walked in name order first, for the third tier
 # What fetching, checking and sorting one trigram match costs, in people walked in name order
 # (measured at 1,000,000 users: a walk checks about four people a microsecond; a trigram match
 # costs 1.4 to 7 microseconds).
 MATCH_COST: Final = 10
 WALK_SLACK: Final = 6  # a walk goes this many times as far as estimated before giving up
+# A broad two-character prefix is looked for by a walk in name order when that is at most this
+# many people (about 10 ms at 0.4 us a person); else its groups are sorted.
+WALK_MOST: Final = 25_000
 # A query made of one- and two-character pieces around spaces or dots ("a Be", "n.fa") gives
-# the trigram index little to go on: about a quarter of everyone comes back to be checked.
-WEAK_SHARE: Final = 0.25
+# the trigram indexes little to go on: what they return to be checked, as a share of everyone
+# (measured at 1,000,000 users: such queries cost the trigram indexes 5-40 ms, as much as
+# 0.15-1% of everyone would if they matched).
+WEAK_SHARE: Final = 0.005
 GROUP_KEY: Final = 3  # characters: the prefix indexes group people by this much of a field
-LAST_CHARACTER: Final = "\U0010ffff"
+# Prefix matches are first probed for as a range of the equality indexes; up to this many are
+# sorted, more are read in name order from the grouped indexes.
+PROBE: Final = 1000
 WORD_BREAK: Final = re.compile(r"[\W_]+")
 
 
@@ -61,10 +68,7 @@ async def search_users(request: web.Request) -> web.Response:
             return json_response(UserList(users=[], root_roles=root_roles()))
         if "\x00" in q:  # no stored text holds NUL (and PostgreSQL text cannot)
             return json_response(UserList(users=[], root_roles=[]))
-        ids = (await find(conn, q, offset + limit))[offset:]
-        rows = await conn.fetch(queries.SEARCH_ROWS, ids) if ids else []
-    by_id = {row["id"]: row for row in rows}
-    found = [by_id[i] for i in ids if i in by_id]
+        found = await conn.fetch(queries.SEARCH, *arguments(q, offset + limit), offset)
     return json_response(
         UserList(
             users=[User.from_row(row) for row in found],
@@ -73,43 +77,33 @@ async def search_users(request: web.Request) -> web.Response:
     )
 
 
-def weak(q: str) -> bool:
-    """No piece of three letters or digits, and some piece of one (the trigram index keys on
-    whole words: `a` next to a space stands for every word that starts or ends with it)."""
+def trigram_share(q: str) -> float:
+    """The share of everyone the trigram indexes return to be checked, where the query gives
+    them little to go on (they key on three characters of a word, and `a` next to a space stands
+    for every word that starts or ends with it): everyone for one piece under three characters
+    ("ad", "e."), WEAK_SHARE for pieces of one and two ("a Be", "n.fa"); else 0."""
     pieces = [len(piece) for piece in WORD_BREAK.split(q) if piece]
-    return len(pieces) > 1 and max(pieces) < GROUP_KEY and min(pieces) == 1
+    if len(pieces) <= 1 and max(pieces, default=0) < GROUP_KEY:
+        return 1.0
+    if max(pieces) < GROUP_KEY and min(pieces) == 1:
+        return WEAK_SHARE
+    return 0.0
 
 
-async def find(conn: Conn, q: str, wanted: int) -> list[int]:
-    """The ids of the first `wanted` users matching q (trimmed), in result order. PostgreSQL
-    lower-cases q, one character for one (so its length is known here)."""
-    if len(q) < GROUP_KEY:  # two characters: a range of groups
-        sql, last = queries.SEARCH_FIRST_SHORT, q + LAST_CHARACTER
-    elif len(q) == GROUP_KEY and q.isascii():  # one group (ASCII: surely three when lowered)
-        sql, last = queries.SEARCH_FIRST_THREE, q
-    else:
-        sql, last = queries.SEARCH_FIRST_LONG, q
-    first = await conn.fetchrow(sql, q, q, wanted, HEAD, q, last)
-    assert first is not None  # one row, always
-    ids: list[int] = [*first["exact"], *first["prefix"]][:wanted]
-    missing = wanted - len(ids)
-    rest: list[int] = first["rest"]
-    if missing <= 0 or len(rest) >= missing or first["walked"] < HEAD:
-        return ids + rest[:missing]
-    pattern: str = first["pattern"]  # lower-cased by PostgreSQL, \\ % _ escaped for LIKE
-    share = max(len(rest), 0.5) / HEAD
-    walk = missing / share  # people to walk, expected
-    everyone = max(first["users"], first["walked"])
-    indexed = MATCH_COST * everyone * max(share, WEAK_SHARE if weak(q) else 0)
-    if walk < indexed:
-        # Near everyone anyway: walk to the end (LIMIT NULL), and the result is complete.
-        bound = None if WALK_SLACK * walk >= everyone else math.ceil(WALK_SLACK * walk)
-        found = await conn.fetch(queries.SEARCH_REST_WALK, pattern, missing, bound)
-        if len(found) == missing or bound is None:
-            return ids + [row["id"] for row in found]
-    emails = not any(c.isspace() for c in q)  # an e-mail holds no space (domain.py)
-    found = await conn.fetch(queries.SEARCH_REST_INDEXED, pattern, missing, emails)
-    return ids + [row["id"] for row in found]
+def arguments(q: str, wanted: int) -> tuple[object, ...]:
+    """What public.search_user_ids takes: the query (trimmed), how many ids, the constants
+    above, and whether an e-mail can match (an e-mail holds no space, domain.py)."""
+    return (
+        q,
+        wanted,
+        HEAD,
+        PROBE,
+        float(MATCH_COST),
+        float(WALK_SLACK),
+        WALK_MOST,
+        trigram_share(q),
+        not any(c.isspace() for c in q),
+    )
 
 
 Q: Final = Param(

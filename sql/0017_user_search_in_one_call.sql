@@ -1,0 +1,287 @@
+-- User search (behavior.md section 5) in one call, with plans made once per connection.
+--
+-- 1. Prefix matches are first looked for in the equality indexes, as the range of fields from
+--    the query up to its successor; those indexes now hold what the result is ordered by, so
+--    that range is read without the table.
+-- 2. The search is one PL/pgSQL function: one round trip, and its statements keep generic plans
+--    (plan_cache_mode): with custom plans PostgreSQL planned the first statement again on every
+--    search, which cost more than running it (0.4-1.5 ms; docs/benchmarks.md). Each statement
+--    here was written so that its plan is the same whatever the query: index conditions and
+--    limits take the parameters, and nothing is left to the planner's estimate of a pattern.
+--
+-- The functions live in schema public, beside the event store's: schema readmodel holds only
+-- tables and indexes (tests/test_layout.py). The tables are named without a schema, so that a
+-- past state (the session's temporary tables first on the search path, service/audit/past.py)
+-- is searched the same way.
+DROP INDEX readmodel.users_search_name_eq;
+DROP INDEX readmodel.users_search_username_eq;
+DROP INDEX readmodel.users_search_email_eq;
+CREATE INDEX users_search_name_eq ON readmodel.users (search_name COLLATE "C")
+    INCLUDE (name, id) WHERE account_type = 'User';
+CREATE INDEX users_search_username_eq ON readmodel.users (search_username COLLATE "C")
+    INCLUDE (name, id) WHERE account_type = 'User';
+CREATE INDEX users_search_email_eq ON readmodel.users (search_email COLLATE "C")
+    INCLUDE (name, id) WHERE account_type = 'User';
+
+-- The third tier's test: the needle inside a field, and no field starting with it. Written as
+-- a CASE so that the cheap rejection (most people hold the needle nowhere) comes first; a SQL
+-- function of one expression, so PostgreSQL puts it in place (no call per person).
+CREATE FUNCTION public.search_inside_only(
+    p_name text, p_username text, p_email text, p_needle text
+) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN strpos(p_name, p_needle) > 0 OR strpos(p_username, p_needle) > 0
+                     OR strpos(p_email, p_needle) > 0
+                THEN NOT coalesce(starts_with(p_name, p_needle)
+                                  OR starts_with(p_username, p_needle)
+                                  OR starts_with(p_email, p_needle), false)
+                ELSE false END
+$$;
+
+-- The ids of the first p_wanted users matching p_query (trimmed, at least two characters), in
+-- result order: exact matches, then prefix matches, then other substrings; each tier by name,
+-- then id. How the third tier is found is chosen from what the first p_head people in name
+-- order show (service/users/handlers/search.py explains the costs and passes the constants).
+CREATE FUNCTION public.search_user_ids(
+    p_query text, p_wanted integer, p_head integer, p_probe integer, p_match_cost float8,
+    p_walk_slack float8, p_walk_most integer, p_weak_share float8, p_emails boolean
+) RETURNS bigint[]
+LANGUAGE plpgsql STABLE
+SET plan_cache_mode = force_generic_plan
+AS $$
+DECLARE
+    -- PostgreSQL lower-cases as it did the stored fields (Python's lower() differs for a few
+    -- letters); \ % and _ are escaped for LIKE.
+    needle text := lower(p_query);
+    pattern text := replace(replace(replace(needle, '\', '\\'), '%', '\%'), '_', '\_');
+    starts text := pattern || '%';
+    inside text := '%' || pattern || '%';
+    last_code integer := ascii(right(needle, 1));
+    -- Every field that starts with the needle is at least the needle and below this (NULL when
+    -- the last character has no successor PostgreSQL can make).
+    high text := CASE WHEN last_code IN (55295, 1114111) THEN NULL
+                      ELSE left(needle, -1) || chr(last_code + 1) END;
+    group_key text := substr(needle, 1, 3);  -- the grouped indexes' key (0010)
+    exact bigint[];
+    prefix bigint[];
+    rest bigint[];
+    probed integer;
+    walked integer;
+    missing integer;
+    share float8;
+    walk float8;
+    indexed float8;
+    everyone float8;
+    bound bigint;
+BEGIN
+    SELECT coalesce(array_agg(e.id ORDER BY e.name, e.id), '{}') INTO exact
+    FROM (SELECT u.id, u.name FROM users u
+          WHERE u.account_type = 'User'
+            AND (u.search_name COLLATE "C" = needle OR u.search_username COLLATE "C" = needle
+                 OR u.search_email COLLATE "C" = needle)
+          ORDER BY u.name || '', u.id LIMIT p_wanted) e;
+
+    -- Prefixes: counted in the equality indexes first; up to p_probe of them are read again
+    -- and sorted here. More (a broad prefix) are read in name order from the grouped indexes,
+    -- a page at most from each field.
+    SELECT count(*) INTO probed FROM (
+        SELECT 1 FROM (
+            (SELECT u.id, u.name FROM users u
+             WHERE u.account_type = 'User'
+               AND u.search_name COLLATE "C" >= needle AND u.search_name COLLATE "C" < high)
+            UNION ALL
+            (SELECT u.id, u.name FROM users u
+             WHERE u.account_type = 'User'
+               AND u.search_username COLLATE "C" >= needle
+               AND u.search_username COLLATE "C" < high)
+            UNION ALL
+            (SELECT u.id, u.name FROM users u
+             WHERE u.account_type = 'User'
+               AND u.search_email COLLATE "C" >= needle AND u.search_email COLLATE "C" < high)
+        ) r LIMIT p_probe + 1
+    ) r;
+    prefix := '{}';
+    IF probed > 0 AND probed <= p_probe AND high IS NOT NULL THEN
+        SELECT array(
+            SELECT d.id FROM (
+                SELECT DISTINCT r.id, r.name FROM (
+            (SELECT u.id, u.name FROM users u
+             WHERE u.account_type = 'User'
+               AND u.search_name COLLATE "C" >= needle AND u.search_name COLLATE "C" < high)
+            UNION ALL
+            (SELECT u.id, u.name FROM users u
+             WHERE u.account_type = 'User'
+               AND u.search_username COLLATE "C" >= needle
+               AND u.search_username COLLATE "C" < high)
+            UNION ALL
+            (SELECT u.id, u.name FROM users u
+             WHERE u.account_type = 'User'
+               AND u.search_email COLLATE "C" >= needle AND u.search_email COLLATE "C" < high)
+                ) r WHERE r.id <> ALL (exact)
+            ) d ORDER BY d.name, d.id LIMIT p_wanted)
+        INTO prefix;
+    ELSIF probed > p_probe OR high IS NULL THEN  -- a broad prefix
+        IF length(needle) < 3 THEN
+            -- Two characters: their groups are a range, not in name order. More than p_probe
+            -- match, so a walk in name order finds a page within about
+            -- p_wanted * everyone / p_probe people: when that is at most p_walk_most, walk.
+            SELECT greatest(c.reltuples, 0) INTO everyone FROM pg_class c
+            WHERE c.oid = 'users'::regclass;
+            bound := ceil(p_walk_slack * p_wanted * everyone / probed);
+            IF bound <= p_walk_most THEN
+                SELECT coalesce(array_agg(w.id ORDER BY w.name, w.id), '{}') INTO prefix
+                FROM (SELECT w.id, w.name
+                      FROM (SELECT u.id, u.name, u.search_name, u.search_username, u.search_email
+                            FROM users u WHERE u.account_type = 'User'
+                            ORDER BY u.name, u.id LIMIT bound) w
+                      WHERE coalesce(starts_with(w.search_name, needle)
+                                     OR starts_with(w.search_username, needle)
+                                     OR starts_with(w.search_email, needle), false)
+                        AND w.id <> ALL (exact)
+                      ORDER BY w.name, w.id LIMIT p_wanted) w;
+            END IF;
+            IF cardinality(prefix) < p_wanted THEN
+                -- Planned on every call, with the values written in (as parameters they would
+                -- be left out of the estimates): whether to walk the name order or sort the
+                -- range depends on how many match.
+                EXECUTE format($sql$
+                    SELECT coalesce(array_agg(p.id ORDER BY p.name, p.id), '{}')
+                    FROM (SELECT p.id, p.name FROM (
+                              (SELECT u.id, u.name FROM users u
+                               WHERE u.account_type = 'User'
+                                 AND substr(u.search_name, 1, 3) COLLATE "C"
+                                     BETWEEN %1$L AND %1$L || chr(1114111)
+                                 AND u.search_name LIKE %2$L
+                               ORDER BY u.name, u.id LIMIT %3$s)
+                              UNION
+                              (SELECT u.id, u.name FROM users u
+                               WHERE u.account_type = 'User' AND u.search_username IS NOT NULL
+                                 AND substr(u.search_username, 1, 3) COLLATE "C"
+                                     BETWEEN %1$L AND %1$L || chr(1114111)
+                                 AND u.search_username LIKE %2$L
+                               ORDER BY u.name, u.id LIMIT %3$s)
+                              UNION
+                              (SELECT u.id, u.name FROM users u
+                               WHERE u.account_type = 'User' AND u.search_email IS NOT NULL
+                                 AND substr(u.search_email, 1, 3) COLLATE "C"
+                                     BETWEEN %1$L AND %1$L || chr(1114111)
+                                 AND u.search_email LIKE %2$L
+                               ORDER BY u.name, u.id LIMIT %3$s)
+                          ) p
+                          WHERE p.id <> ALL (%4$L)
+                          ORDER BY p.name, p.id LIMIT %3$s) p
+                $sql$, needle, starts, p_wanted, exact) INTO prefix;
+            END IF;
+        ELSE  -- one group, in name order, and in it those that go on like the needle
+            SELECT coalesce(array_agg(p.id ORDER BY p.name, p.id), '{}') INTO prefix
+            FROM (SELECT p.id, p.name FROM (
+                      (SELECT u.id, u.name FROM users u
+                       WHERE u.account_type = 'User'
+                         AND substr(u.search_name, 1, 3) COLLATE "C" = group_key
+                         AND u.search_name LIKE starts
+                       ORDER BY u.name, u.id LIMIT p_wanted)
+                      UNION
+                      (SELECT u.id, u.name FROM users u
+                       WHERE u.account_type = 'User' AND u.search_username IS NOT NULL
+                         AND substr(u.search_username, 1, 3) COLLATE "C" = group_key
+                         AND u.search_username LIKE starts
+                       ORDER BY u.name, u.id LIMIT p_wanted)
+                      UNION
+                      (SELECT u.id, u.name FROM users u
+                       WHERE u.account_type = 'User' AND u.search_email IS NOT NULL
+                         AND substr(u.search_email, 1, 3) COLLATE "C" = group_key
+                         AND u.search_email LIKE starts
+                       ORDER BY u.name, u.id LIMIT p_wanted)
+                  ) p
+                  WHERE p.id <> ALL (exact)
+                  ORDER BY p.name, p.id LIMIT p_wanted) p;
+        END IF;
+    END IF;
+
+    missing := p_wanted - cardinality(exact) - cardinality(prefix);
+    IF missing <= 0 THEN
+        RETURN (exact || prefix)[1:p_wanted];
+    END IF;
+
+    -- The third tier among the first p_head people by name (the walk stops at a page).
+    SELECT coalesce(array_agg(w.id ORDER BY w.name, w.id), '{}') INTO rest
+    FROM (SELECT w.id, w.name
+          FROM (SELECT u.id, u.name, u.search_name, u.search_username, u.search_email
+                FROM users u WHERE u.account_type = 'User'
+                ORDER BY u.name, u.id LIMIT p_head) w
+          WHERE public.search_inside_only(
+                    w.search_name, w.search_username, w.search_email, needle)
+          ORDER BY w.name, w.id LIMIT missing) w;
+    IF cardinality(rest) >= missing THEN
+        RETURN exact || prefix || rest;
+    END IF;
+    SELECT count(*) INTO walked
+    FROM (SELECT 1 FROM users u WHERE u.account_type = 'User' LIMIT p_head) w;
+    IF walked < p_head THEN  -- that was everyone
+        RETURN exact || prefix || rest;
+    END IF;
+
+    -- The share of matches among those estimates how far a walk in name order must go, and
+    -- how many trigram matches would be fetched and sorted (in people walked: indexed); the
+    -- cheaper is taken. A walk goes at most p_walk_slack times as far as estimated, and never
+    -- further than the trigram indexes would cost, so that one that falls short (the estimate
+    -- from a few matches is rough) costs at most twice the better way; its answer is then the
+    -- trigram indexes'.
+    share := greatest(cardinality(rest), 0.5) / p_head;
+    SELECT greatest(c.reltuples, walked) INTO everyone FROM pg_class c
+    WHERE c.oid = 'users'::regclass;
+    IF everyone > p_head * 20 THEN
+        -- The first people by name are not like everyone (their names start alike): the share
+        -- is taken from about twice as many people in random pages instead.
+        SELECT greatest(count(*) FILTER (
+                   WHERE public.search_inside_only(
+                       u.search_name, u.search_username, u.search_email, needle)), 0.5)
+               / greatest(count(*), 1)
+        INTO share
+        FROM users u TABLESAMPLE SYSTEM (least(100, 200.0 * p_head / everyone))
+        WHERE u.account_type = 'User';
+    END IF;
+    walk := least(missing / share, everyone);  -- a walk ends with everyone
+    indexed := p_match_cost * everyone * greatest(share, p_weak_share);
+    IF walk < indexed THEN
+        -- Near everyone anyway: walk to the end (LIMIT NULL), and the result is complete.
+        bound := CASE WHEN least(p_walk_slack * walk, indexed) >= everyone THEN NULL
+                      ELSE ceil(least(p_walk_slack * walk, indexed)) END;
+        -- On from the first p_head people, whose matches are in rest already.
+        SELECT rest || coalesce(array_agg(w.id ORDER BY w.name, w.id), '{}') INTO rest
+        FROM (SELECT w.id, w.name
+              FROM (SELECT u.id, u.name, u.search_name, u.search_username, u.search_email
+                    FROM users u WHERE u.account_type = 'User'
+                    ORDER BY u.name, u.id OFFSET p_head LIMIT bound - p_head) w
+              WHERE public.search_inside_only(
+                        w.search_name, w.search_username, w.search_email, needle)
+              ORDER BY w.name, w.id LIMIT missing - cardinality(rest)) w;
+        IF cardinality(rest) = missing OR bound IS NULL THEN
+            RETURN exact || prefix || rest;
+        END IF;
+    END IF;
+
+    -- The trigram indexes: every match, sorted (`name || ''` keeps the planner from walking the
+    -- name order instead). A query with a space leaves the e-mails out (an e-mail holds none),
+    -- which matters when a piece of it is in everyone's e-mail domain.
+    IF p_emails THEN
+        SELECT coalesce(array_agg(w.id ORDER BY w.name, w.id), '{}') INTO rest
+        FROM (SELECT w.id, w.name FROM users w
+              WHERE w.account_type = 'User'
+                AND (w.search_name LIKE inside OR w.search_username LIKE inside
+                     OR w.search_email LIKE inside)
+                AND NOT coalesce(w.search_name LIKE starts OR w.search_username LIKE starts
+                                 OR w.search_email LIKE starts, false)
+              ORDER BY w.name || '', w.id LIMIT missing) w;
+    ELSE
+        SELECT coalesce(array_agg(w.id ORDER BY w.name, w.id), '{}') INTO rest
+        FROM (SELECT w.id, w.name FROM users w
+              WHERE w.account_type = 'User'
+                AND (w.search_name LIKE inside OR w.search_username LIKE inside)
+                AND NOT coalesce(w.search_name LIKE starts OR w.search_username LIKE starts
+                                 OR w.search_email LIKE starts, false)
+              ORDER BY w.name || '', w.id LIMIT missing) w;
+    END IF;
+    RETURN exact || prefix || rest;
+END
+$$;
