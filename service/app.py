@@ -32,7 +32,7 @@ from service.appkeys import (
 )
 from service.audit import handlers as audit
 from service.client import handlers as client
-from service.client.feed import Feed
+from service.client.feed import RELEVANT, Feed
 from service.errors import NotReady
 from service.features.handlers import clone, dependencies, flags, segments, strategies, tags
 from service.frontend import handlers as frontend
@@ -158,6 +158,7 @@ def create_app(
         )
         feed = app[CLIENT_FEED] = Feed(app[POOL], dsn, commits.watchers)
         commits.listeners.append(feed.committed)
+        commits.positioned |= RELEVANT
         yield
         metrics.database.close()
         try:

@@ -60,6 +60,10 @@ class Commits:
     # leaves when this process committed it, by the client feed when another one did (the
     # cache of API tokens forgets them when one changes: auth.CachedTokens).
     watchers: dict[str, list[Callable[[], None]]] = field(default_factory=dict)
+    # The stream types whose commits' positions a listener waits for (the feed's): a
+    # transaction that appended to none of them does not read its positions back, and its
+    # commit is reported at position 0 (nobody waits for it to be seen).
+    positioned: set[str] = field(default_factory=set)
 
     def committed(self, position: int, stream_types: Collection[str] = ()) -> None:
         self.position = max(self.position, position)

@@ -176,7 +176,10 @@ async def transaction(request: web.Request) -> AsyncIterator[Conn]:
             max(append.position for append in appends), {a.stream_type for a in appends}
         )
 
-    async with request.app[POOL].acquire() as conn, store.transaction(conn, committed):
+    async with (
+        request.app[POOL].acquire() as conn,
+        store.transaction(conn, committed, positioned=commits.positioned),
+    ):
         yield conn
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
@@ -89,9 +89,13 @@ _unit: ContextVar[_Unit | None] = ContextVar("store_unit", default=None)
 
 
 @contextlib.asynccontextmanager
-async def transaction(conn: Conn, committed: Committed | None = None) -> AsyncIterator[Conn]:
+async def transaction(
+    conn: Conn, committed: Committed | None = None, *, positioned: Collection[str] | None = None
+) -> AsyncIterator[Conn]:
     """A transaction (BEGIN ... COMMIT) whose appends' global sections run with its COMMIT; once
-    that succeeded, `committed` gets what `append` appended in it. A rollback (an exception, a
+    that succeeded, `committed` gets what `append` appended in it, with the log positions read
+    back when it appended to a stream type in `positioned` (None: always; else 0: a round trip
+    saved). A rollback (an exception, a
     refused constraint, a failed COMMIT) reports nothing. Nested in another on the same
     connection it is a savepoint, and its appends join the outer one's (they run, and are
     reported, when that one commits). Inside, the connection's own `transaction()` cannot be
@@ -110,7 +114,8 @@ async def transaction(conn: Conn, committed: Committed | None = None) -> AsyncIt
         try:
             yield conn
             started = time.perf_counter()
-            positions = await eventstore.commit(conn, unit.pending)
+            wanted = positioned is None or any(a.stream_type in positioned for a in unit.appended)
+            positions = await eventstore.commit(conn, unit.pending, positions=wanted)
             committing = time.perf_counter() - started
         except BaseException:
             await _roll_back(conn)
