@@ -34,7 +34,8 @@ its PostgreSQL used are sampled per cell. After the cells ours is stopped and `p
 service verify` must pass.
 
 BENCH_SECONDS per cell (default 10), BENCH_ROUNDS rounds (default 1; the table gives the
-median), BENCH_ONLY=health,search-none runs only those operations (then docs are left alone).
+median), BENCH_ONLY=health,search-none runs only those operations, BENCH_OURS_ONLY=1 only ours
+(a quick loop while working on one operation; either leaves the docs alone).
 Prints the table; writes JSON to tests/bench/out/compare-<timestamp>.json and, for a run of
 every operation, the table and docs/bench-compare.png into docs/benchmarks.md between the
 bench-compare markers. Exit 1 when a cell or verify failed. About 10 minutes with defaults.
@@ -812,10 +813,10 @@ def measure(
 
 
 def serve_and_measure(
-    operations: list[Operation], seconds: int, rounds: int
+    operations: list[Operation], seconds: int, rounds: int, *, reference_too: bool = True
 ) -> tuple[list[Cell], bool]:
-    """Both servers up, the data set in both, the cells; both stopped whatever happens.
-    Returns the cells and whether `verify` passed on ours."""
+    """Both servers up (ours alone without `reference_too`), the data set in both, the cells;
+    both stopped whatever happens. Returns the cells and whether `verify` passed on ours."""
     for key, value in REFERENCE_PLACE.items():
         os.environ.setdefault(key, value)
     ref_dir = Path(os.environ["UNLEASH_REF_DIR"])
@@ -824,7 +825,8 @@ def serve_and_measure(
     cells: list[Cell] = []
     try:
         with contextlib.ExitStack() as stack:
-            stack.callback(stop_reference)  # also when setup.sh fails half-way
+            if reference_too:
+                stack.callback(stop_reference)  # also when setup.sh fails half-way
             env: dict[str, str] = {}
             base, pid = stack.enter_context(serving_ours(env, check_verify=True))
             log(f"ours: {base}, pid {pid}")
@@ -839,20 +841,22 @@ def serve_and_measure(
                 postmaster_pid_file=Path(env["DATA_DIR"]) / "pg" / "postmaster.pid",
                 env=env,
             )
-            base, pid = stack.enter_context(serving_reference())
-            log(f"reference: {base}, pid {pid}")
-            tokens_path, tokens_auth = seed_reference(base, dsn)
-            reference = Side(
-                "reference",
-                base,
-                pid,
-                REFERENCE_TOKEN,
-                tokens_path,
-                tokens_auth,
-                postmaster_pid_file=ref_dir / "pg" / "data" / "postmaster.pid",
-                dsn=dsn,
-            )
-            sides = [ours, reference]
+            sides = [ours]
+            if reference_too:
+                base, pid = stack.enter_context(serving_reference())
+                log(f"reference: {base}, pid {pid}")
+                tokens_path, tokens_auth = seed_reference(base, dsn)
+                reference = Side(
+                    "reference",
+                    base,
+                    pid,
+                    REFERENCE_TOKEN,
+                    tokens_path,
+                    tokens_auth,
+                    postmaster_pid_file=ref_dir / "pg" / "data" / "postmaster.pid",
+                    dsn=dsn,
+                )
+                sides.append(reference)
             for side in sides:
                 check_data_set(side)
             log(f"data set loaded on both after {time.monotonic() - started:.0f} s")
@@ -937,11 +941,12 @@ def main() -> int:
         print(f"BENCH_ONLY: unknown {sorted(unknown)}; known: {names}", file=sys.stderr)
         return 2
     operations = [o for o in OPERATIONS if not only or o.name in only]
+    reference_too = os.environ.get("BENCH_OURS_ONLY", "") in {"", "0"}
     signal.signal(signal.SIGTERM, _terminate)  # unwinds like Ctrl-C: both servers stop
     load = os.getloadavg()[0]  # other work on the machine shows in every cell
     started = time.monotonic()
     stamp = datetime.now(UTC)
-    cells, verify_ok = serve_and_measure(operations, seconds, rounds)
+    cells, verify_ok = serve_and_measure(operations, seconds, rounds, reference_too=reference_too)
     elapsed = time.monotonic() - started
     problems = report(
         cells,
@@ -952,7 +957,7 @@ def main() -> int:
         elapsed,
         load=load,
         verify_ok=verify_ok,
-        full=not only,
+        full=not only and reference_too,
     )
     return 1 if problems else 0
 

@@ -48,7 +48,12 @@ def sign_in(base: str, username: str, password: str) -> str:
         method="POST",
     )
     with urllib.request.urlopen(request, timeout=30) as resp:
-        return str(resp.headers["Set-Cookie"].split(";")[0])
+        cookies = [c.split(";")[0] for c in resp.headers.get_all("Set-Cookie") or []]
+    # The session's cookie, whichever place it has among those set (Unleash may set others).
+    session = [c for c in cookies if c.startswith("unleash-session=")]
+    if not session:
+        raise RuntimeError(f"no session cookie from {base}: {cookies}")
+    return session[-1]
 
 
 def own_tokens(base: str, cookie: str, count: int) -> list[str]:
