@@ -53,7 +53,7 @@ def sign_in(base: str, username: str, password: str) -> str:
     session = [c for c in cookies if c.startswith("unleash-session=")]
     if not session:
         raise RuntimeError(f"no session cookie from {base}: {cookies}")
-    return session[-1]
+    return str(session[-1])
 
 
 def own_tokens(base: str, cookie: str, count: int) -> list[str]:
