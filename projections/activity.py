@@ -14,7 +14,7 @@ from service.privacy.events import PersonalDataErased
 if TYPE_CHECKING:
     from service.codec import RecordedEvent
 
-ACTIVITY_DAILY = Table("activity_daily", ("day", "actor_kind", "actor_id"))
+ACTIVITY_DAILY = Table("activity_daily", ("day", "actor_kind", "actor_id"), keyed_only=True)
 
 
 def writes(recorded: RecordedEvent) -> list[Write]:

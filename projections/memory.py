@@ -75,10 +75,11 @@ class MemoryTables:
         key = self._key[table.name](values)
         row = self.rows[table.name].get(key)
         if row is None:
+            # Indexed like any new row: an Update that picks rows by other columns finds it.
             self.rows[table.name][key] = {**values, counter: 1}
+            self._index(table.name, key, self.rows[table.name][key])
         elif row[guard] < values[guard]:
-            row.update(values)
-            row[counter] += 1
+            self._set(table.name, key, {**values, counter: row[counter] + 1})
 
     def _set(self, name: str, key: Key, values: Row) -> None:
         row = self.rows[name][key]

@@ -10,6 +10,7 @@ Both follow PostgreSQL's semantics for these few shapes, and `verify` compares t
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
@@ -20,10 +21,13 @@ if TYPE_CHECKING:
 
 
 class Table(NamedTuple):
-    """A read-model table: its unqualified name and primary key columns."""
+    """A read-model table: its unqualified name and primary key columns; `keyed_only` when its
+    key is its one unique constraint (tests/test_projections.py checks it against the schema),
+    so that writes to different rows of it can run in either order (`execute`)."""
 
     name: str
     key: tuple[str, ...]
+    keyed_only: bool = False
 
 
 class Greatest(NamedTuple):
@@ -140,14 +144,14 @@ def render(write: Write) -> tuple[str, tuple[Any, ...]]:
 async def execute(conn: Conn, writes: Iterable[Write]) -> None:
     """Run writes in order, in as few round trips as their shapes allow: a run of one shape
     goes as one pipelined executemany, and single writes next to each other, each on another
-    table, go together as one statement (`_together`)."""
+    table, go together as one statement (`_together`). A write joins an earlier run of its
+    shape when every write after that run commutes with it (`_Run.commutes`), and a run's
+    counts of one row go as one (`_counted`): an async projection's batch of events is then a
+    few statements, not one or two per event."""
     runs: list[tuple[str, str, list[tuple[Any, ...]]]] = []  # (statement, table, rows)
-    for write in writes:
-        sql, args = render(write)
-        if runs and runs[-1][0] == sql:
-            runs[-1][2].append(args)
-        else:
-            runs.append((sql, write.table.name, [args]))
+    for run in _runs(writes):
+        sql, rows = _counted(run.writes) if type(run.writes[0]) is Count else (run.sql, run.rows)
+        runs.append((sql, run.writes[0].table.name, rows))
     single: list[tuple[str, tuple[Any, ...]]] = []
     tables: set[str] = set()
     for sql, table, rows in runs:
@@ -160,6 +164,136 @@ async def execute(conn: Conn, writes: Iterable[Write]) -> None:
             single.append((sql, rows[0]))
             tables.add(table)
     await _flush_single(conn, single)
+
+
+def _selects(write: Write) -> dict[str, Any]:
+    """The columns whose values pick the rows a write may touch."""
+    if type(write) is Insert or type(write) is Count:
+        return {c: write.values[c] for c in write.table.key}
+    assert type(write) is Update or type(write) is Delete
+    return write.where
+
+
+def _changes(write: Write) -> frozenset[str]:
+    """The columns a write may change in a row that is there already (a Delete: none that
+    another write could then find the row by; the row is gone)."""
+    match write:
+        case Insert(_, _, update):
+            return frozenset(update)
+        case Count(_, values, counter, _):
+            return frozenset(values) | {counter}
+        case Update(_, _, values):
+            return frozenset(values)
+    return frozenset()
+
+
+class _Run:
+    """Writes of one statement shape (so of one table), and what tells whether another write
+    can be moved past them: the columns every one of them picks its rows by, with the values
+    they take, and the columns any of them changes."""
+
+    def __init__(self, sql: str, write: Write, args: tuple[Any, ...]) -> None:
+        self.sql = sql
+        self.writes: list[Write] = []
+        self.rows: list[tuple[Any, ...]] = []
+        self.picked: dict[str, set[Any]] | None = None
+        self.changed: set[str] = set()
+        self.add(write, args)
+
+    def add(self, write: Write, args: tuple[Any, ...]) -> None:
+        self.writes.append(write)
+        self.rows.append(args)
+        self.changed |= _changes(write)
+        selects = _selects(write)
+        if self.picked is None:
+            self.picked = {c: set() for c in selects}
+        for column in list(self.picked):
+            try:
+                self.picked[column].add(selects[column])
+            except (KeyError, TypeError):  # not picked by this one, or not hashable: unusable
+                del self.picked[column]
+
+    def commutes(self, write: Write) -> bool:
+        """Whether `write` gives the same rows run before these writes as after them: on
+        another table; or, on a table whose key is its one unique constraint, picking its rows
+        by a column that each of these picks by, with a value none of them has, and that
+        neither it nor these change (so their rows are apart, before and after)."""
+        table = self.writes[0].table
+        if write.table.name != table.name:
+            return True
+        if not table.keyed_only or self.picked is None:
+            return False
+        changed = self.changed | _changes(write)
+        for column, value in _selects(write).items():
+            values = self.picked.get(column)
+            if values is None or column in changed or value is None:
+                continue
+            try:
+                if value not in values:
+                    return True
+            except TypeError:
+                continue
+        return False
+
+
+def _runs(writes: Iterable[Write]) -> list[_Run]:
+    """The writes in runs of one shape, in an order that gives the same rows as theirs."""
+    runs: list[_Run] = []
+    for write in writes:
+        sql, args = render(write)
+        for run in reversed(runs):
+            if run.sql == sql:
+                run.add(write, args)
+                break
+            if not run.commutes(write):
+                runs.append(_Run(sql, write, args))
+                break
+        else:
+            runs.append(_Run(sql, write, args))
+    return runs
+
+
+def _counted(counts: list[Write]) -> tuple[str, list[tuple[Any, ...]]]:
+    """A run of Counts as statements: as they are, or, when some count the same row (and
+    its table's rows are apart by key), one statement a row that counts the guards above the
+    row's: what the Counts one after another give while their guards rise."""
+    first = counts[0]
+    assert type(first) is Count
+    table, columns, counter, guard = first.table, tuple(first.values), first.counter, first.guard
+    by_key: dict[tuple[Any, ...], list[Count]] = {}
+    rows: list[tuple[Any, ...]] = []
+    for count in counts:
+        assert type(count) is Count
+        by_key.setdefault(tuple(count.values[c] for c in table.key), []).append(count)
+        rows.append(tuple(count.values.values()))
+    guards = {key: [c.values[guard] for c in group] for key, group in by_key.items()}
+    if (
+        len(by_key) == len(counts)
+        or not table.keyed_only
+        or not all(type(g) is int for gs in guards.values() for g in gs)
+        or not all(a < b for gs in guards.values() for a, b in itertools.pairwise(gs))
+    ):
+        return _count_sql(table, columns, counter, guard), rows
+    merged = [(*group[-1].values.values(), guards[key]) for key, group in by_key.items()]
+    return _counts_sql(table, columns, counter, guard), merged
+
+
+@functools.cache
+def _counts_sql(table: Table, columns: tuple[str, ...], counter: str, guard: str) -> str:
+    """Count's statement for several events of one row: $n + 1 their guards, rising."""
+    params = ", ".join(f"${i}" for i in range(1, len(columns) + 1))
+    guards = f"${len(columns) + 1}::bigint[]"
+    others = [c for c in columns if c not in table.key]
+    added = f"(SELECT count(*) FROM unnest({guards}) AS g(v) WHERE g.v > {table.name}.{guard})"  # noqa: S608
+    sets = ", ".join(
+        [f"{counter} = {table.name}.{counter} + {added}"] + [f"{c} = excluded.{c}" for c in others]
+    )
+    return (
+        f"INSERT INTO {table.name} ({_columns(columns)}, {counter}) "  # noqa: S608 - our names
+        f"VALUES ({params}, cardinality({guards})) "
+        f"ON CONFLICT ({_columns(table.key)}) DO UPDATE SET {sets} "
+        f"WHERE {table.name}.{guard} < excluded.{guard}"
+    )
 
 
 async def _flush_single(conn: Conn, single: list[tuple[str, tuple[Any, ...]]]) -> None:
