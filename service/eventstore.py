@@ -9,7 +9,7 @@ import functools
 import itertools
 import math
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final, Literal, NamedTuple
 
@@ -120,8 +120,11 @@ async def append(  # noqa: PLR0913 - the envelope has this many parts
     event_ids: Sequence[uuid.UUID] | None = None,
     inline: InlineApply | None = None,
     pending: list[Pending] | None = None,
+    erased: Collection[int] = (),
 ) -> list[RecordedEvent]:
     """Append events to one stream inside the caller's transaction; return them as recorded.
+    `erased`: persons whose keys this transaction destroyed (their values are written as the
+    placeholder without their keys being read again).
 
     Order: idempotency check, stream version check, inline projections, then the global section
     (numbering, hash chain, insert). The caller commits right after, which ends the section.
@@ -161,7 +164,7 @@ async def append(  # noqa: PLR0913 - the envelope has this many parts
     ]
     if inline is not None:
         await inline(conn, records)
-    data, stored_metadata = await _stored(conn, events, metadata)
+    data, stored_metadata = await _stored(conn, events, metadata, erased)
     types = [e.type_name() for e in events]
     versions = [e.schema_version for e in events]
     if pending is not None:
@@ -240,14 +243,17 @@ def _call(  # noqa: PLR0913, PLR0917 - eventstore_append's arguments
 
 
 async def _stored(
-    conn: Conn, events: Sequence[DomainEvent], metadata: Metadata
+    conn: Conn, events: Sequence[DomainEvent], metadata: Metadata, erased: Collection[int] = ()
 ) -> tuple[list[str], str]:
     """The events' data and the metadata as stored: personal values sealed with their persons'
-    keys (made now for newcomers)."""
+    keys (made now for newcomers); those of the `erased` have none."""
     persons = seal.owners(metadata)
     for event in events:
         persons |= seal.owners(event)
+    gone = persons.intersection(erased)
+    persons -= gone
     keys = await personal_keys.for_writing(conn, masters(), persons) if persons else {}
+    keys.update(dict.fromkeys(gone))
     return [encode_stored(e, keys) for e in events], encode_stored(metadata, keys)
 
 

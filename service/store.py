@@ -162,8 +162,10 @@ async def append(  # noqa: PLR0913 - the envelope has this many parts
     *,
     new: bool = False,
     event_ids: Sequence[uuid.UUID] | None = None,
+    erased: Collection[int] = (),
 ) -> list[RecordedEvent]:
-    """Append to one stream; `new`: the stream must not exist yet (it starts with a create)."""
+    """Append to one stream; `new`: the stream must not exist yet (it starts with a create).
+    `erased`: persons whose keys this transaction destroyed (eventstore.append)."""
     expected: eventstore.Expected = eventstore.NO_STREAM if new else eventstore.ANY
     started = time.perf_counter()
     unit = _unit.get()
@@ -179,6 +181,7 @@ async def append(  # noqa: PLR0913 - the envelope has this many parts
             event_ids=event_ids,
             inline=apply_inline,
             pending=unit.pending if unit is not None and ours else None,
+            erased=erased,
         )
     except eventstore.WrongExpectedVersion:
         kind, message = TAKEN_STREAMS.get(stream[0], (Conflict, f"{stream[0]} exists already"))

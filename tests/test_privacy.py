@@ -49,7 +49,7 @@ from tests.test_users import STRONG, USERS, create_user
 from tests.test_verify_export import run as verify_export
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Collection, Sequence
 
     from aiohttp import web
     from aiohttp.test_utils import TestClient
@@ -510,7 +510,10 @@ def _pg_dump() -> Path:
 
 
 async def _written_before_encryption(
-    conn: Conn, events: Sequence[codec.DomainEvent], metadata: Metadata
+    conn: Conn,
+    events: Sequence[codec.DomainEvent],
+    metadata: Metadata,
+    erased: Collection[int] = (),
 ) -> tuple[list[str], str]:
     """What `eventstore.append` stored before version 0.2: every value as it is."""
     return [codec.encode(e).decode() for e in events], codec.encode(metadata).decode()

@@ -63,7 +63,8 @@ async def on_deletion(
     or sets them to be destroyed when the delay has passed (nothing to append now).
 
     Before, so that the deletion's transaction enters the log's global section once, at its
-    end: the head lock is held for one append and the COMMIT, not for a second append."""
+    end: the head lock is held for one append and the COMMIT, not for a second append. (Give
+    the events' persons to that append as `erased`: their keys need not be read again.)"""
     if delay_days == 0:
         return _erased_events(await keys.destroy(conn, persons, now), "deleted")
     await keys.schedule(conn, persons, now + timedelta(days=delay_days))

@@ -66,7 +66,14 @@ async def delete_inactive(request: web.Request) -> web.Response:
                 now=now,
             )
             stream = ("user-batch", str(uuid.uuid4()))
-            await store.append(conn, stream, [event, *erased], actor(request), new=True)
+            await store.append(
+                conn,
+                stream,
+                [event, *erased],
+                actor(request),
+                new=True,
+                erased=[e.person_id for e in erased],
+            )
     return empty()
 
 

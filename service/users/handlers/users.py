@@ -99,7 +99,9 @@ async def delete_user(request: web.Request) -> web.Response:
             now=datetime.now(UTC),
         )
         stream = domain.user_stream(user_id)
-        await store.append(conn, stream, [event, *erased], actor(request))
+        await store.append(
+            conn, stream, [event, *erased], actor(request), erased=[e.person_id for e in erased]
+        )
     return empty()
 
 
