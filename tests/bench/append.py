@@ -32,7 +32,10 @@ import asyncpg
 import structlog
 
 from projections import verify as verification
-from service import connections, embedded, eventstore, migrations
+from service import connections, embedded, migrations, store
+from service.privacy import master
+from service.privacy.crypto import MasterKey
+from service.privacy.keys import Masters
 from tests.factories import TEST_ACTOR, noted
 
 if TYPE_CHECKING:
@@ -115,10 +118,10 @@ async def writer(
         first = counter[0]
         counter[0] += scenario.events_per_tx
         events: list[DomainEvent] = [noted(first + i) for i in range(scenario.events_per_tx)]
-        async with conn.transaction():  # the event store alone: no read model is written
-            await eventstore.append(
-                conn, (STREAM_TYPE, uuid.uuid4().hex), "no-stream", events, TEST_ACTOR
-            )
+        # As the service appends: the global section sent with the COMMIT, in one message
+        # (store.transaction). No read model handles these events.
+        async with store.transaction(conn):
+            await store.append(conn, (STREAM_TYPE, uuid.uuid4().hex), events, TEST_ACTOR, new=True)
         done = time.perf_counter()
         if window.start <= done < window.end:
             window.latencies.append(done - begin)
@@ -279,6 +282,8 @@ def render(report: dict[str, Any]) -> str:
 
 def main() -> None:
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    # verify reads the log as the service does, with a master key (these events seal nothing).
+    master.install(Masters(MasterKey.parse(MasterKey.generate())))
     seconds = float(os.environ.get("BENCH_SECONDS", "10"))
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     with server() as (dsn, label):
