@@ -180,8 +180,8 @@ def _changes(write: Write) -> frozenset[str]:
     match write:
         case Insert(_, _, update):
             return frozenset(update)
-        case Count(_, values, counter, _):
-            return frozenset(values) | {counter}
+        case Count(table, values, counter, _):  # its key picks the row: never changed
+            return frozenset(values).difference(table.key) | {counter}
         case Update(_, _, values):
             return frozenset(values)
     return frozenset()

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from projections import replay as replay_module
 from projections import writes
+from projections.activity import ACTIVITY_DAILY
 from projections.memory import MemoryTables
 from projections.rebuild import (
     add_keys,
@@ -233,6 +234,29 @@ async def test_a_table_said_keyed_only_has_no_unique_index_but_its_key(conn: Con
     assert keyed_only
     for table in keyed_only:
         assert await conn.fetchval(UNIQUE_BEYOND_KEY, table.name) == 0, table.name
+
+
+def test_a_batch_of_deletions_counts_its_actor_once_and_renames_in_one_run() -> None:
+    """What an async batch of one-user deletions writes to activity_daily (per deletion: two
+    counts of the admin's row, and the renaming of the erased person's rows) goes as two
+    statements: one count of the admin's row with every position, one executemany."""
+    row = {"day": T0.date(), "actor_kind": "api-token", "actor_id": "api-token:1"}
+    batch: list[writes.Write] = []
+    for person in range(1, 51):
+        for position in (2 * person, 2 * person + 1):
+            values = row | {"actor_name": "admin", "last_position": position}
+            batch.append(writes.Count(ACTIVITY_DAILY, values, "events", "last_position"))
+        where = {"actor_kind": "user", "actor_id": f"user:{person}"}
+        batch.append(writes.Update(ACTIVITY_DAILY, where, {"actor_name": "[erased]"}))
+    runs = writes._runs(batch)  # the grouping itself is what is tested
+    assert [(type(r.writes[0]), len(r.writes)) for r in runs] == [
+        (writes.Count, 100),
+        (writes.Update, 50),
+    ]
+    sql, rows = writes._counted(runs[0].writes)
+    assert len(rows) == 1
+    assert rows[0][-1] == list(range(2, 102))
+    assert "cardinality" in sql
 
 
 ACTORS = st.sampled_from(
