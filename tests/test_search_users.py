@@ -326,3 +326,71 @@ async def test_every_way_agrees_on_every_short_query(
                 if got != expected_ids(people, q)[:50]:
                     wrong.append((head, probe, match_cost, q))
     assert wrong == []
+
+
+PUNCTUATED = [  # names, usernames and e-mails with punctuation in runs, letters beyond ASCII
+    {"name": "Ann -- Bell", "email": "ann.bell@x-y.io"},
+    {"name": "Zoë Ǆurić", "username": "zoe.dz", "email": "z+dz@corp.example.com"},
+    {"name": "x ǂ y", "email": "x@y.io"},
+    {"name": "Sean O'Brien", "username": "o'brien", "email": "sean_obrien@ex.io"},
+    {"name": "Ann Bell", "username": "ann-bell", "email": "ab@bell.io"},
+    {"email": "only.mail+tag@a.b.io"},
+    {"name": "n t", "email": "nt@t.io"},
+]
+
+
+@pytest.mark.usefixtures("client")  # the app started: its pool
+@pytest.mark.parametrize(
+    "q",
+    [
+        "n -",
+        "n - b",
+        "-- b",
+        "n -- b",
+        "ann bell",
+        "n b",
+        "nn.b",
+        "ǂ y",
+        "x ǂ",
+        "ǂ",
+        "ë ǆ",
+        "ǆur",
+        "o'b",
+        "'br",
+        "n o",
+        "_ob",
+        "b+c",
+        "z+d",
+        "@x-",
+        "x-y",
+        "y.io",
+        ".io",
+        "l@b",
+        "y+t",
+        "ly.m",
+        "n t",
+        "t@t",
+        "a.b.",
+        "ail+t",
+    ],
+)
+async def test_the_trigram_indexes_find_across_punctuation(
+    app: web.Application, monkeypatch: pytest.MonkeyPatch, q: str
+) -> None:
+    """The third tier from the trigram indexes (forced: the first person by name only, and
+    the indexes said to cost nothing), whose columns join each field's words with one letter
+    (sql/0017): a query across runs of punctuation, spaces, letters beyond ASCII, the joining
+    letter itself, with a space (the e-mails left out) or not, finds what the definition finds."""
+    async with app[POOL].acquire() as conn:
+        await import_users(conn, [json.dumps(p) for p in PUNCTUATED], source="punctuated")
+        await import_users(conn, crowd(random.Random(3), 60), source="crowd")
+        people = [
+            dict(r)
+            for r in await conn.fetch(
+                "SELECT id, name, username, email FROM users WHERE account_type = 'User'"
+            )
+        ]
+        monkeypatch.setattr(search_module, "HEAD", 1)
+        monkeypatch.setattr(search_module, "MATCH_COST", 0)
+        rows = await conn.fetch(queries_module.SEARCH, *search_module.arguments(q, 50), 0)
+    assert [r["id"] for r in rows] == expected_ids(people, q)[:50]

@@ -81,13 +81,13 @@ FOR UPDATE OF u
 """
 # behavior.md section 5: exact matches, then prefixes, then other substrings; ties by name, then
 # id. public.search_user_ids (sql/0017) finds the ids of the first offset + limit ($2) in one
-# call, with the constants of service/users/handlers/search.py ($3 .. $8) and whether an e-mail can
-# match ($9); this statement returns the rows of those after the offset ($10), in that order.
+# call, with the constants of service/users/handlers/search.py ($3 .. $7); this statement
+# returns the rows of those after the offset ($8), in that order.
 SEARCH = """
 SELECT u.id, u.account_type, u.name, u.username, u.email, u.root_role, u.login_attempts,
        u.seen_at, u.created_at
-FROM public.search_user_ids($1, $2, $3, $4, $5, $6, $7, $8, $9) AS f (ids)
-     CROSS JOIN LATERAL unnest(f.ids[$10 + 1:]) WITH ORDINALITY AS s (id, n)
+FROM public.search_user_ids($1, $2, $3, $4, $5, $6, $7) AS f (ids)
+     CROSS JOIN LATERAL unnest(f.ids[$8 + 1:]) WITH ORDINALITY AS s (id, n)
      JOIN users u ON u.id = s.id
 ORDER BY s.n
 """

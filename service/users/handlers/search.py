@@ -13,17 +13,17 @@ public.search_user_ids (sql/0017; one round trip, plans made once per connection
 2. The third tier among the first HEAD people in name order; if that fills the page, or HEAD was
    everyone, that is the answer.
 3. Otherwise the share of matches (among HEAD people, or, in a large table, in random pages)
-   estimates both how far a walk in name order must go to fill the page and how many matches the
-   trigram indexes would return to be sorted; the cheaper is taken. A walk is bounded (WALK_SLACK
-   times the estimate, and never beyond what the trigram indexes would cost); if it falls short,
-   the trigram indexes answer.
+   estimates how far a walk in name order must go to fill the page, and the share of people who
+   have every word of the query where it stands (the same people) how many the trigram index
+   (one, on every field: search_words) returns to be checked and sorted; the cheaper is taken.
+   A walk is bounded (WALK_SLACK times the estimate, and never beyond what the trigram index
+   would cost); if it falls short, the trigram index answers.
 
 A wrong estimate costs time, never a wrong page: every way ends in the same order.
 """
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Final
 
 from service import auth
@@ -39,24 +39,17 @@ MIN_QUERY: Final = 2
 DEFAULT_LIMIT: Final = 100
 MAX_LIMIT: Final = 1000
 HEAD: Final = 1000  # people walked in name order first, for the third tier
-# What fetching, checking and sorting one trigram match costs, in people walked in name order
-# (measured at 1,000,000 users: a walk checks about four people a microsecond; a trigram match
-# costs 1.4 to 7 microseconds).
+# What fetching, checking and sorting one person the trigram index returns costs, in people
+# walked in name order (measured at 1,000,000 users: a walk checks about four people a
+# microsecond; a person from the trigram index costs 1.4 to 7 microseconds).
 MATCH_COST: Final = 10
 WALK_SLACK: Final = 6  # a walk goes this many times as far as estimated before giving up
 # A broad two-character prefix is looked for by a walk in name order when that is at most this
 # many people (about 10 ms at 0.4 us a person); else its groups are sorted.
 WALK_MOST: Final = 25_000
-# A query made of one- and two-character pieces around spaces or dots ("a Be", "n.fa") gives
-# the trigram indexes little to go on: what they return to be checked, as a share of everyone
-# (measured at 1,000,000 users: such queries cost the trigram indexes 5-40 ms, as much as
-# 0.15-1% of everyone would if they matched).
-WEAK_SHARE: Final = 0.005
-GROUP_KEY: Final = 3  # characters: the prefix indexes group people by this much of a field
 # Prefix matches are first probed for as a range of the equality indexes; up to this many are
 # sorted, more are read in name order from the grouped indexes.
 PROBE: Final = 1000
-WORD_BREAK: Final = re.compile(r"[\W_]+")
 
 
 async def search_users(request: web.Request) -> web.Response:
@@ -77,33 +70,10 @@ async def search_users(request: web.Request) -> web.Response:
     )
 
 
-def trigram_share(q: str) -> float:
-    """The share of everyone the trigram indexes return to be checked, where the query gives
-    them little to go on (they key on three characters of a word, and `a` next to a space stands
-    for every word that starts or ends with it): everyone for one piece under three characters
-    ("ad", "e."), WEAK_SHARE for pieces of one and two ("a Be", "n.fa"); else 0."""
-    pieces = [len(piece) for piece in WORD_BREAK.split(q) if piece]
-    if len(pieces) <= 1 and max(pieces, default=0) < GROUP_KEY:
-        return 1.0
-    if max(pieces) < GROUP_KEY and min(pieces) == 1:
-        return WEAK_SHARE
-    return 0.0
-
-
 def arguments(q: str, wanted: int) -> tuple[object, ...]:
-    """What public.search_user_ids takes: the query (trimmed), how many ids, the constants
-    above, and whether an e-mail can match (an e-mail holds no space, domain.py)."""
-    return (
-        q,
-        wanted,
-        HEAD,
-        PROBE,
-        float(MATCH_COST),
-        float(WALK_SLACK),
-        WALK_MOST,
-        trigram_share(q),
-        not any(c.isspace() for c in q),
-    )
+    """What public.search_user_ids takes: the query (trimmed), how many ids, and the constants
+    above."""
+    return (q, wanted, HEAD, PROBE, float(MATCH_COST), float(WALK_SLACK), WALK_MOST)
 
 
 Q: Final = Param(
