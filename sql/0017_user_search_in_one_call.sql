@@ -19,7 +19,7 @@
 --    those whose joined field holds the joined query, which a LIKE on a sample of people
 --    counts: the cost of the index is estimated, not guessed. Two indexes instead of three, and
 --    a query with a space leaves the e-mails out (an e-mail holds none). Adding the columns
---    rewrites the table (about 30 s a million users, while the migration holds its lock).
+--    rewrites the table (about 25 s a million users, while the migration holds its lock).
 --
 -- The functions live in schema public, beside the event store's: schema readmodel holds only
 -- tables and indexes (tests/test_layout.py). The tables are named without a schema, so that a
@@ -162,7 +162,8 @@ BEGIN
             -- p_wanted * everyone / p_probe people: when that is at most p_walk_most, walk.
             SELECT greatest(c.reltuples, 0) INTO everyone FROM pg_class c
             WHERE c.oid = 'users'::regclass;
-            bound := ceil(p_walk_slack * p_wanted * everyone / probed);
+            -- (probed is 0 where high is NULL: nothing could be counted, so no walk)
+            bound := ceil(p_walk_slack * p_wanted * everyone / greatest(probed, 1));
             IF bound <= p_walk_most THEN
                 SELECT coalesce(array_agg(w.id ORDER BY w.name, w.id), '{}') INTO prefix
                 FROM (SELECT w.id, w.name
@@ -294,18 +295,19 @@ BEGIN
     IF length(joined) < 3 THEN
         returned := 1;  -- no trigram: the indexes would return everyone
     END IF;
-    walk := least(missing / share, everyone);  -- a walk ends with everyone
+    -- People to walk past the first p_head (whose matches are in rest already); a walk ends
+    -- with everyone.
+    walk := least((missing - cardinality(rest)) / share, everyone);
     indexed := p_match_cost * everyone * greatest(share, returned);
     IF walk < indexed THEN
         -- Near everyone anyway: walk to the end (LIMIT NULL), and the result is complete.
-        bound := CASE WHEN least(p_walk_slack * walk, indexed) >= everyone THEN NULL
+        bound := CASE WHEN p_head + least(p_walk_slack * walk, indexed) >= everyone THEN NULL
                       ELSE ceil(least(p_walk_slack * walk, indexed)) END;
-        -- On from the first p_head people, whose matches are in rest already.
         SELECT rest || coalesce(array_agg(w.id ORDER BY w.name, w.id), '{}') INTO rest
         FROM (SELECT w.id, w.name
               FROM (SELECT u.id, u.name, u.search_name, u.search_username, u.search_email
                     FROM users u WHERE u.account_type = 'User'
-                    ORDER BY u.name, u.id OFFSET p_head LIMIT bound - p_head) w
+                    ORDER BY u.name, u.id OFFSET p_head LIMIT bound) w
               WHERE public.search_inside_only(
                         w.search_name, w.search_username, w.search_email, needle)
               ORDER BY w.name, w.id LIMIT missing - cardinality(rest)) w;

@@ -394,3 +394,41 @@ async def test_the_trigram_indexes_find_across_punctuation(
         monkeypatch.setattr(search_module, "MATCH_COST", 0)
         rows = await conn.fetch(queries_module.SEARCH, *search_module.arguments(q, 50), 0)
     assert [r["id"] for r in rows] == expected_ids(people, q)[:50]
+
+
+@pytest.mark.usefixtures("client")  # the app started: its pool
+async def test_a_large_table_whose_first_people_match_little_walks_on_past_them(
+    app: web.Application, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first people by name hold no match and the sample holds many: the walk goes on
+    past them (it once asked for a negative LIMIT and answered 500, found by the review of
+    issue 18 at 26,000 users)."""
+    lines = [json.dumps({"name": f"Aaron First {i:04d}"}) for i in range(300)]
+    lines += [
+        json.dumps({"name": f"Zed Crowd {i:05d}", "email": f"zc.{i:05d}@qmail.example"})
+        for i in range(4_300)
+    ]
+    async with app[POOL].acquire() as conn:
+        await import_users(conn, lines, source="crowd")
+        await conn.execute("ANALYZE users")  # the size the walk goes by: over 20 x HEAD
+        people = [
+            dict(r)
+            for r in await conn.fetch(
+                "SELECT id, name, username, email FROM users WHERE account_type = 'User'"
+            )
+        ]
+        monkeypatch.setattr(search_module, "HEAD", 200)
+        for q, limit in (("crowd", 10), ("crowd", 100), ("owd 0", 10), ("l.ex", 10)):
+            rows = await conn.fetch(queries_module.SEARCH, *search_module.arguments(q, limit), 0)
+            assert [r["id"] for r in rows] == expected_ids(people, q)[:limit], (q, limit)
+
+
+@pytest.mark.parametrize("q", ["a\ud7ff", "a\U0010ffff", "\U0010ffff\U0010ffff"])
+async def test_a_query_ending_in_the_last_characters_is_answered(client: Client, q: str) -> None:
+    """No successor can be made for U+D7FF or U+10FFFF (the prefix range has no end): such a
+    two-character query once divided by zero (found by the review of issue 18)."""
+    await create_user(client, {"name": "a\U0010ffffb", "email": "max@example.com"})
+    body = await search(client, q)
+    assert [u["email"] for u in body["users"]] == (
+        ["max@example.com"] if q == "a\U0010ffff" else []
+    )

@@ -37,7 +37,9 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests" / "bench" / "out" / "create.json"
-REFERENCE = ROOT.parent / "shared" / "reference"
+# The reference's scripts (setup.sh, stop.sh): the workplace's shared/reference beside the
+# checkout, or where UNLEASH_REFERENCE says.
+REFERENCE = Path(os.environ.get("UNLEASH_REFERENCE", str(ROOT.parent / "shared" / "reference")))
 TOKEN = "*:*.bench-admin-token-0123456789abcdef"
 REFERENCE_TOKEN = "*:*.unleash-insecure-admin-api-token"
 CONCURRENCY = (1, 16, 64)

@@ -13,11 +13,12 @@ public.search_user_ids (sql/0017; one round trip, plans made once per connection
 2. The third tier among the first HEAD people in name order; if that fills the page, or HEAD was
    everyone, that is the answer.
 3. Otherwise the share of matches (among HEAD people, or, in a large table, in random pages)
-   estimates how far a walk in name order must go to fill the page, and the share of people who
-   have every word of the query where it stands (the same people) how many the trigram index
-   (one, on every field: search_words) returns to be checked and sorted; the cheaper is taken.
-   A walk is bounded (WALK_SLACK times the estimate, and never beyond what the trigram index
-   would cost); if it falls short, the trigram index answers.
+   estimates how far a walk in name order must go past the HEAD people to fill the page, and
+   the share of people whose joined fields hold the joined query how many the trigram indexes
+   return to be checked and sorted (sql/0017: search_people and search_mail join each field's
+   words with one letter, so that pg_trgm keys on the query's own breaks); the cheaper is
+   taken. A walk is bounded (WALK_SLACK times the estimate, and never beyond what the trigram
+   indexes would cost); if it falls short, the trigram indexes answer.
 
 A wrong estimate costs time, never a wrong page: every way ends in the same order.
 """
