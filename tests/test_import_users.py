@@ -13,6 +13,7 @@ import pytest
 
 from projections.verify import verify
 from service import connections, store
+from service.appkeys import POOL
 from service.users import importer
 from service.users.events import UserCreated
 from tests.factories import TEST_ACTOR
@@ -127,6 +128,11 @@ async def test_imported_users_keep_their_dates_and_can_sign_in(
     result = run_cli(env, "import-users", str(source))
     assert result.returncode == 0, result.stderr
     assert "imported 2 users, skipped 0" in result.stderr
+    assert "users table vacuumed and analyzed" in result.stderr
+    async with app[POOL].acquire() as conn:  # the search sizes its work by this count
+        assert await conn.fetchval(
+            "SELECT reltuples FROM pg_class WHERE oid = 'readmodel.users'::regclass"
+        ) == await conn.fetchval("SELECT count(*) FROM readmodel.users")
     body = await (
         await client.get(
             "/api/admin/user-admin",
