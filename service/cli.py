@@ -242,14 +242,6 @@ async def _import_users(conn: Conn, args: argparse.Namespace, _dsn: str) -> int:
         f"in {time.perf_counter() - started:.1f} s",
         file=sys.stderr,
     )
-    if outcome.imported:
-        started = time.perf_counter()
-        await importer.settle(conn)
-        print(
-            f"users table vacuumed and analyzed in {time.perf_counter() - started:.1f} s "
-            "(searches find the new users from the indexes at once)",
-            file=sys.stderr,
-        )
     return 1 if outcome.batches_refused else 0
 
 

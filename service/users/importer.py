@@ -75,19 +75,6 @@ def parse_line(raw: bytes, now: datetime) -> ImportedUser:
     )
 
 
-# After an import: the new people's pages marked all-visible (searches read them from the
-# indexes alone, not from the table) and the table's size and statistics current (the search
-# sizes its work by pg_class.reltuples: until autovacuum came by, a million people just
-# imported into a table of 10,000 were searched as 10,000). A role that does not own the
-# table gets PostgreSQL's warning and nothing is done: autovacuum does it later.
-SETTLE = "VACUUM (ANALYZE) readmodel.users"
-
-
-async def settle(conn: Conn) -> None:
-    """SETTLE; outside a transaction (VACUUM cannot run in one)."""
-    await conn.execute(SETTLE)
-
-
 async def import_users(conn: Conn, lines: TextIO | Iterable[str], *, source: str) -> ImportReport:
     """Batches of up to 1,000 lines, one `UsersImported` event each; a batch with a bad line
     is reported (line numbers) and writes nothing; users already there are skipped."""
