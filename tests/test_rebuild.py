@@ -60,20 +60,23 @@ if TYPE_CHECKING:
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
+def _record(
+    event: DomainEvent, position: int, at: datetime, metadata: Metadata = TEST_ACTOR
+) -> RecordedEvent:
+    return RecordedEvent(
+        position=position,
+        stream_type="test",
+        stream_key="1",
+        stream_version=position,
+        event_id=uuid.uuid4(),
+        recorded_at=at,
+        metadata=metadata,
+        event=event,
+    )
+
+
 def _recorded(events: Sequence[DomainEvent]) -> list[RecordedEvent]:
-    return [
-        RecordedEvent(
-            position=i,
-            stream_type="test",
-            stream_key="1",
-            stream_version=i,
-            event_id=uuid.uuid4(),
-            recorded_at=T0 + timedelta(hours=i),
-            metadata=TEST_ACTOR,
-            event=event,
-        )
-        for i, event in enumerate(events, start=1)
-    ]
+    return [_record(e, i, T0 + timedelta(hours=i)) for i, e in enumerate(events, start=1)]
 
 
 async def _rows(conn: Conn, schema: str) -> dict[str, list[tuple[Any, ...]]]:
@@ -297,18 +300,7 @@ async def test_activity_counts_regrouped_and_merged_give_the_rows_one_at_a_time_
             if erased is not None
             else UserSignedOut(user_id=1, session_hash="s")
         )
-        records.append(
-            RecordedEvent(
-                position=position,
-                stream_type="test",
-                stream_key="1",
-                stream_version=position,
-                event_id=uuid.uuid4(),
-                recorded_at=T0 + timedelta(days=day),
-                metadata=metadata,
-                event=event,
-            )
-        )
+        records.append(_record(event, position, T0 + timedelta(days=day), metadata))
     by_sql, by_memory = await _through_both(conn, records, batch=batch)
     assert by_sql["activity_daily"] == by_memory["activity_daily"]
 
