@@ -147,6 +147,7 @@ def create_app(
     app[SIGN_IN_LIMITS] = SignInLimits.from_settings(settings)
     failures = app[FAILED_SIGN_INS] = FailedSignIns(metrics.committed)
     app[FRONTEND_ENGINES] = Engines()
+    app[inactive.DELETIONS] = inactive.deletions(app)
     app[OPENAPI] = msgspec.json.encode(openapi.document(ROUTES, VERSION))
     for route in ROUTES:
         added = app.router.add_route(route.method, route.path, route.handler, expect_handler=expect)

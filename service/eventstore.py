@@ -33,6 +33,7 @@ from service.privacy.master import masters
 
 if TYPE_CHECKING:
     from service.events import Metadata
+    from service.privacy.crypto import DataKey
 
 NOTIFY_CHANNEL: Final = "events"  # every append notifies it with the last position
 NO_STREAM: Final = "no-stream"
@@ -148,8 +149,109 @@ async def append(  # noqa: PLR0913 - the envelope has this many parts
     first = last - len(events) + 1
     # The real time is given in the global section (returned below); inline projections see
     # this earlier one and must not depend on it (`verify` would find a rebuild that differs).
-    recorded_at = datetime.now(UTC)
+    records = _unnumbered(stream, first, ids, events, metadata, datetime.now(UTC))
+    if inline is not None:
+        await inline(conn, records)
+    data, stored_metadata = await _stored(conn, events, metadata, erased)
+    types = [e.type_name() for e in events]
+    versions = [e.schema_version for e in events]
+    if pending is not None:
+        call = _call(stream, first, ids, types, versions, data, stored_metadata)
+        pending.append(Pending(call, ids[-1]))
+        return records
+    recorded_at = records[0].recorded_at
+    args = (stream[0], stream[1], first, ids, types, versions, data, stored_metadata, recorded_at)
+    return [
+        msgspec.structs.replace(
+            record, position=row["out_position"], recorded_at=row["out_recorded_at"]
+        )
+        for record, row in zip(records, await _global_section(conn, args), strict=True)
+    ]
+
+
+class NewStream(NamedTuple):
+    """One stream of `append_new`: its type and key, its events and their envelope."""
+
+    stream: tuple[str, str]
+    events: Sequence[DomainEvent]
+    metadata: Metadata
+
+
+INSERT_STREAMS = """
+INSERT INTO streams (stream_type, stream_key, version)
+SELECT * FROM unnest($1::text[], $2::text[], $3::integer[])
+ON CONFLICT ON CONSTRAINT streams_pkey DO NOTHING
+RETURNING stream_type, stream_key
+"""
+
+
+async def append_new(
+    conn: Conn,
+    streams: Sequence[NewStream],
+    *,
+    inline: InlineApply | None,
+    pending: list[Pending],
+    erased: Collection[int] = (),
+) -> list[list[RecordedEvent]]:
+    """Start several new streams in the caller's transaction, in the round trips of one append
+    (group commit: concurrent commands of one kind, service/batches.py): the streams in one
+    statement, the inline projections over all their events at once, the keys of all their
+    persons read once. Each stream keeps its own envelope and its own global section in
+    `pending` (one Pending each, in order), so the log holds what the same appends one after
+    the other would have written. A stream that exists already refuses the whole call
+    (WrongExpectedVersion); `erased` as for `append`. Returns each stream's events as
+    recorded, without their positions and times."""
+    if not conn.is_in_transaction():
+        raise RuntimeError("append must run inside a transaction")
+    streams = [s for s in streams if s.events]
+    if not streams:
+        return []
+    made = await conn.fetch(
+        INSERT_STREAMS,
+        [s.stream[0] for s in streams],
+        [s.stream[1] for s in streams],
+        [len(s.events) for s in streams],
+    )
+    if len(made) < len(streams):
+        taken = {(r["stream_type"], r["stream_key"]) for r in made}
+        stream_type, key = next(s.stream for s in streams if s.stream not in taken)
+        raise WrongExpectedVersion(f"Stream {stream_type}/{key} already exists")
+    recorded_at = datetime.now(UTC)  # as in `append`: the global section gives the real one
+    ids = [[uuid.uuid4() for _ in s.events] for s in streams]
     records = [
+        _unnumbered(s.stream, 1, i, s.events, s.metadata, recorded_at)
+        for s, i in zip(streams, ids, strict=True)
+    ]
+    if inline is not None:
+        await inline(conn, [r for rs in records for r in rs])
+    persons: set[int] = set()
+    for s in streams:
+        persons |= _persons(s.events, s.metadata)
+    keys = await _keys(conn, persons, erased)
+    for s, i in zip(streams, ids, strict=True):
+        call = _call(
+            s.stream,
+            1,
+            i,
+            [e.type_name() for e in s.events],
+            [e.schema_version for e in s.events],
+            [encode_stored(e, keys) for e in s.events],
+            encode_stored(s.metadata, keys),
+        )
+        pending.append(Pending(call, i[-1]))
+    return records
+
+
+def _unnumbered(  # noqa: PLR0913, PLR0917 - a record's parts
+    stream: tuple[str, str],
+    first: int,
+    ids: Sequence[uuid.UUID],
+    events: Sequence[DomainEvent],
+    metadata: Metadata,
+    recorded_at: datetime,
+) -> list[RecordedEvent]:
+    """Events as recorded before the global section has given them positions."""
+    return [
         RecordedEvent(
             position=None,
             stream_type=stream[0],
@@ -161,22 +263,6 @@ async def append(  # noqa: PLR0913 - the envelope has this many parts
             event=event,
         )
         for i, event in enumerate(events)
-    ]
-    if inline is not None:
-        await inline(conn, records)
-    data, stored_metadata = await _stored(conn, events, metadata, erased)
-    types = [e.type_name() for e in events]
-    versions = [e.schema_version for e in events]
-    if pending is not None:
-        call = _call(stream, first, ids, types, versions, data, stored_metadata)
-        pending.append(Pending(call, ids[-1]))
-        return records
-    args = (stream[0], stream[1], first, ids, types, versions, data, stored_metadata, recorded_at)
-    return [
-        msgspec.structs.replace(
-            record, position=row["out_position"], recorded_at=row["out_recorded_at"]
-        )
-        for record, row in zip(records, await _global_section(conn, args), strict=True)
     ]
 
 
@@ -246,15 +332,29 @@ async def _stored(
     conn: Conn, events: Sequence[DomainEvent], metadata: Metadata, erased: Collection[int] = ()
 ) -> tuple[list[str], str]:
     """The events' data and the metadata as stored: personal values sealed with their persons'
-    keys (made now for newcomers); those of the `erased` have none."""
+    keys (`_keys`)."""
+    keys = await _keys(conn, _persons(events, metadata), erased)
+    return [encode_stored(e, keys) for e in events], encode_stored(metadata, keys)
+
+
+def _persons(events: Sequence[DomainEvent], metadata: Metadata) -> set[int]:
+    """The persons whose values these events and their envelope hold."""
     persons = seal.owners(metadata)
     for event in events:
         persons |= seal.owners(event)
+    return persons
+
+
+async def _keys(
+    conn: Conn, persons: set[int], erased: Collection[int] = ()
+) -> dict[int, DataKey | None]:
+    """The keys that seal these persons' values as stored (made now for newcomers); those of
+    the `erased` have none (their values are written as the placeholder)."""
     gone = persons.intersection(erased)
-    persons -= gone
+    persons = persons - gone
     keys = await personal_keys.for_writing(conn, masters(), persons) if persons else {}
     keys.update(dict.fromkeys(gone))
-    return [encode_stored(e, keys) for e in events], encode_stored(metadata, keys)
+    return keys
 
 
 async def _advance_stream(

@@ -168,7 +168,14 @@ def empty(status: int = 200) -> web.Response:
 async def transaction(request: web.Request) -> AsyncIterator[Conn]:
     """One connection and one transaction: a command's load, decision and append share it.
     What it appended is counted in the metrics once it committed."""
-    metrics, commits = request.app[METRICS], request.app[COMMITS]
+    async with app_transaction(request.app) as conn:
+        yield conn
+
+
+@contextlib.asynccontextmanager
+async def app_transaction(app: web.Application) -> AsyncIterator[Conn]:
+    """`transaction` for commands that are not one request's (service/batches.py)."""
+    metrics, commits = app[METRICS], app[COMMITS]
 
     def committed(appends: Sequence[store.Appended]) -> None:
         metrics.committed(appends)
@@ -177,7 +184,7 @@ async def transaction(request: web.Request) -> AsyncIterator[Conn]:
         )
 
     async with (
-        request.app[POOL].acquire() as conn,
+        app[POOL].acquire() as conn,
         store.transaction(conn, committed, positioned=commits.positioned),
     ):
         yield conn

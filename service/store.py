@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from service.connections import Conn
     from service.events import Metadata
 
+# One new stream of `append_new` (handlers do not import the event store).
+NewStream = eventstore.NewStream
 # A new stream whose key is taken: the stream type -> what is taken.
 TAKEN_STREAMS: Final[dict[str, tuple[type[AppError], str]]] = {
     "feature": (NameExists, "A flag with that name already exists"),
@@ -183,16 +185,45 @@ async def append(  # noqa: PLR0913 - the envelope has this many parts
             pending=unit.pending if unit is not None and ours else None,
             erased=erased,
         )
-    except eventstore.WrongExpectedVersion:
-        kind, message = TAKEN_STREAMS.get(stream[0], (Conflict, f"{stream[0]} exists already"))
-        raise kind(message) from None
-    except asyncpg.UniqueViolationError as exc:
-        known = UNIQUE_CONSTRAINTS.get((exc.constraint_name or "", stream[0]))
-        if known is None:
-            raise
-        kind, message = known
-        raise kind(message) from None
+    except (eventstore.WrongExpectedVersion, asyncpg.UniqueViolationError) as exc:
+        raise _refusal(exc, stream[0]) from None
     if unit is not None and ours and len(unit.pending) > before:  # not when stored already
         types = tuple(record.event.type_name() for record in recorded)
         unit.appended.append(Appended(types, time.perf_counter() - started, 0, stream[0]))
     return recorded
+
+
+async def append_new(
+    conn: Conn, streams: Sequence[eventstore.NewStream], *, erased: Collection[int] = ()
+) -> list[list[RecordedEvent]]:
+    """Start several new streams at once (eventstore.append_new), in a `transaction`; each
+    counts as an append of its own. `erased` as for `append`."""
+    unit = _unit.get()
+    if unit is None or unit.conn is not conn:
+        raise RuntimeError("append_new runs inside store.transaction, on its connection")
+    started = time.perf_counter()
+    try:
+        recorded = await eventstore.append_new(
+            conn, streams, inline=apply_inline, pending=unit.pending, erased=erased
+        )
+    except (eventstore.WrongExpectedVersion, asyncpg.UniqueViolationError) as exc:
+        raise _refusal(exc, streams[0].stream[0]) from None
+    share = (time.perf_counter() - started) / max(len(recorded), 1)
+    unit.appended.extend(
+        Appended(tuple(r.event.type_name() for r in records), share, 0, records[0].stream_type)
+        for records in recorded
+    )
+    return recorded
+
+
+def _refusal(exc: Exception, stream_type: str) -> Exception:
+    """The domain error an append's refusal means: its new stream's key taken, or a read
+    model's unique constraint (UNIQUE_CONSTRAINTS); any other refusal as it is."""
+    if isinstance(exc, eventstore.WrongExpectedVersion):
+        kind, message = TAKEN_STREAMS.get(stream_type, (Conflict, f"{stream_type} exists already"))
+        return kind(message)
+    if isinstance(exc, asyncpg.UniqueViolationError):
+        known = UNIQUE_CONSTRAINTS.get((exc.constraint_name or "", stream_type))
+        if known is not None:
+            return known[0](known[1])
+    return exc

@@ -596,6 +596,23 @@ def test_delete_inactive_records_nothing_when_nobody_is_inactive() -> None:
     assert domain.delete_inactive([], inactive_days=180, now=NOW) is None
 
 
+def test_deletions_decided_together_share_as_if_one_after_another() -> None:
+    """domain.split_inactive (group commit): each deletion takes the inactive users it lists,
+    except its caller and those an earlier one took."""
+    users = {
+        i: UserRecord(
+            user_id=i, name=None, username=f"u{i}", email=None, root_role=3, created_at=NOW
+        )
+        for i in (1, 2, 3, 4)
+    }
+    shares = domain.split_inactive(
+        [users[1], users[2], users[3], users[4]],
+        [([2, 1, 1], -1), ([2, 3, 4], 4), ([4, 9], -1), ([], -1)],
+    )
+    assert shares == [[users[1], users[2]], [users[3]], [users[4]], []]
+    assert domain.split_inactive([], [([1], -1)]) == [[]]
+
+
 def test_new_users_skips_users_already_there_and_repeats_in_the_file() -> None:
     users = [
         imported(email="taken@x.io", username="fresh1"),

@@ -211,3 +211,51 @@ async def test_ten_thousand_ids_in_one_request(client: Client, app: web.Applicat
     resp = await client.post(DELETE, json={"ids": ids}, headers=ADMIN)
     assert resp.status == 200
     assert await inactive_ids(client) == []
+
+
+async def test_concurrent_deletions_commit_together_each_as_if_alone(
+    client: Client, app: web.Application
+) -> None:
+    """Group commit (service/batches.py): deletions that wait while both lanes are busy run in
+    one transaction, each with its own event and request id, each taking what it would have
+    taken had they run one after another (a user listed twice goes to the first; a caller is
+    never deleted: domain.split_inactive, test_decide_users)."""
+    u1, u2, u3, u4, u5 = [await person(app, seen=300) for _ in range(5)]
+
+    def delete(ids: list[int], request_id: str) -> Any:
+        headers = {**ADMIN, "X-Request-Id": request_id}
+        return asyncio.ensure_future(client.post(DELETE, json={"ids": ids}, headers=headers))
+
+    async with app[POOL].acquire() as blocker, blocker.transaction():
+        await blocker.execute("SELECT 1 FROM users WHERE id = $1 FOR UPDATE", u1.id)
+        first = [delete([u1.id], "lane-1"), delete([u1.id], "lane-2")]  # both lanes wait on u1
+        await asyncio.sleep(0.3)
+        waiting = {"b": delete([u2.id, u3.id], "b"), "c": delete([u3.id, u4.id, u5.id], "c")}
+        waiting["d"] = delete([u4.id], "d")
+        await asyncio.sleep(0.3)
+    for answer in [*first, *waiting.values()]:
+        assert (await answer).status == 200
+    async with app[POOL].acquire() as conn:
+        rows = await conn.fetch(
+            "SELECT xmin::text AS tx, metadata->>'request_id' AS request, data"
+            " FROM events WHERE type = 'UsersDeleted' ORDER BY position"
+        )
+        assert (await verify(conn)).ok
+    taken = {r["request"]: [u["user_id"] for u in json.loads(r["data"])["users"]] for r in rows}
+    assert len(rows) == len(taken)  # one event a request that deleted anybody
+    assert sorted(i for ids in taken.values() for i in ids) == [u1.id, u2.id, u3.id, u4.id, u5.id]
+    together = [r["request"] for r in rows if r["request"] in waiting]
+    assert len({r["tx"] for r in rows if r["request"] in waiting}) == 1, together
+    # In the order they ran (their events' positions): u3 is the first's of b and c, u4 the
+    # first's of c and d, whoever came first; d may be left with nothing.
+    order = [name for name in ["b", "c", "d"] if name in taken]
+    ran = sorted(order, key=together.index)
+    assert u3.id in taken[next(n for n in ran if n in {"b", "c"})]
+    if "d" in taken:
+        assert taken["d"] == [u4.id]
+        assert ran.index("d") < ran.index("c")
+    else:
+        assert u4.id in taken["c"]
+    assert taken["b"][0] == u2.id
+    assert u5.id in taken["c"]
+    assert await inactive_ids(client) == []

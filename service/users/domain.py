@@ -34,6 +34,8 @@ from service.users.events import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Collection, Sequence
+
     from service.users.commands import (
         CreatePersonalAccessToken,
         CreateServiceAccount,
@@ -300,6 +302,19 @@ def delete_inactive(
     if not inactive:
         return None
     return UsersDeleted(users=inactive, inactive_days=inactive_days, deleted_at=now)
+
+
+def split_inactive(
+    inactive: list[UserRecord], deletions: Sequence[tuple[Collection[int], int]]
+) -> list[list[UserRecord]]:
+    """Deletions decided together, in order, each (the ids it lists, its caller's id): each
+    gets the listed users among `inactive` but its caller and those an earlier one took, as
+    if they ran one after another."""
+    left = {u.user_id: u for u in inactive}
+    shares: list[list[UserRecord]] = []
+    for ids, caller in deletions:
+        shares.append([left.pop(i) for i in sorted(set(ids)) if i != caller and i in left])
+    return shares
 
 
 def new_users(
