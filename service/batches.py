@@ -1,10 +1,11 @@
 """Group commit: concurrent commands of one kind run together, in one transaction.
 
-A request hands its command to a `Batcher` and waits. A lane takes every command waiting (up to
-`most`) and runs them with one call of `run`: the handler's load, decisions and appends for all
-of them in one transaction, so that one COMMIT, one pass through the log's head lock and one
-round trip per statement serve them all (docs/architecture.md, "Group commit"). While a lane
-runs, the next commands gather for the next one; at most `lanes` run at once.
+A request hands its command to a `Batcher` and waits. A lane takes the commands waiting, in
+order, as long as their sizes add up to at most `most` (one at least, however large), and runs
+them with one call of `run`: the handler's load, decisions and appends for all of them in one
+transaction, so that one COMMIT, one pass through the log's head lock and one round trip per
+statement serve them all (docs/architecture.md, "Group commit"). While a lane runs, the next
+commands gather for the next one; at most `lanes` run at once.
 
 Each command is answered only when the transaction holding it has committed. When a transaction
 of several fails for any reason but an unavailable database (a deadlock with another replica,
@@ -26,12 +27,27 @@ Command = TypeVar("Command")
 Run = Callable[[Sequence[Command]], Awaitable[None]]
 
 
+def _one(_command: object) -> int:
+    return 1
+
+
 class Batcher(Generic[Command]):
-    def __init__(self, run: Run[Command], *, most: int, lanes: int) -> None:
+    def __init__(
+        self,
+        run: Run[Command],
+        *,
+        most: int,
+        lanes: int,
+        size: Callable[[Command], int] = _one,
+    ) -> None:
+        """`size`: what a command weighs in a batch (1 each by default); a batch weighs at
+        most `most`, so that a transaction of many stays about as long as one large command's
+        (a batch of large commands would run into the statement timeout)."""
         if most < 1 or lanes < 1:
             raise ValueError("a batch holds a command at least, and one lane runs at least")
         self._run = run
         self._most = most
+        self._size = size
         self._lanes = lanes
         self._waiting: list[tuple[Command, asyncio.Future[None]]] = []
         self._busy = 0  # lanes running; counted down in the step that finds nothing waiting
@@ -54,11 +70,20 @@ class Batcher(Generic[Command]):
     async def _lane(self) -> None:
         try:
             while self._waiting:
-                batch = self._waiting[: self._most]
-                del self._waiting[: self._most]
-                await self._settle(batch)
+                await self._settle(self._next_batch())
         finally:
             self._busy -= 1
+
+    def _next_batch(self) -> list[tuple[Command, asyncio.Future[None]]]:
+        taken, weight = 0, 0
+        for command, _ in self._waiting:
+            weight += max(self._size(command), 1)
+            if taken and weight > self._most:
+                break
+            taken += 1
+        batch = self._waiting[:taken]
+        del self._waiting[:taken]
+        return batch
 
     async def _settle(self, batch: list[tuple[Command, asyncio.Future[None]]]) -> None:
         try:

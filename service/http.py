@@ -418,8 +418,6 @@ async def error_bodies(request: web.Request, handler: Handler) -> web.StreamResp
         return await handler(request)
     except errors.AppError as exc:
         return _app_error(request, exc)
-    except ConnectionResetError:  # the client left mid-request: logged as 499, not a crash
-        raise
     except asyncio.CancelledError:
         if not request.app[LIFECYCLE].aborting:
             raise
@@ -433,6 +431,10 @@ async def error_bodies(request: web.Request, handler: Handler) -> web.StreamResp
             raise
         return _http_error(request, exc)
     except Exception as exc:
+        if isinstance(exc, ConnectionResetError) and _client_left(request):
+            raise  # logged as 499, not a crash
+        # (A reset with the client still there is the database's: asyncpg's pool reconnecting
+        # while the server restarts raises it.)
         if connections.is_unavailable(exc):
             _database_down.warning(error=type(exc).__name__)
             return _app_error(request, errors.ServiceUnavailable(DATABASE_DOWN))
@@ -441,6 +443,11 @@ async def error_bodies(request: web.Request, handler: Handler) -> web.StreamResp
         )
         log.exception("unhandled_error", error_id=request[ERROR_ID])
         return response
+
+
+def _client_left(request: web.Request) -> bool:
+    transport = request.transport
+    return transport is None or transport.is_closing()
 
 
 DATABASE_DOWN = "The database is unavailable; try again shortly"

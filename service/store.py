@@ -150,9 +150,10 @@ async def _savepoint(conn: Conn, number: int) -> AsyncIterator[None]:
 async def _roll_back(conn: Conn) -> None:
     """ROLLBACK unless the transaction is over already (a failed COMMIT ends it) or the
     connection is gone (the pool then closes it); the caller's exception is what counts."""
-    if conn.is_closed() or not conn.is_in_transaction():
-        return
+    # (Asking may fail too: a connection the server dropped can be back with the pool already.)
     with contextlib.suppress(asyncpg.PostgresError, asyncpg.InterfaceError, OSError):
+        if conn.is_closed() or not conn.is_in_transaction():
+            return
         await conn.execute("ROLLBACK")
 
 

@@ -42,6 +42,17 @@ async def test_commands_that_wait_run_together_in_order_up_to_most() -> None:
     assert run.calls == [[0, 1, 2], [3, 4, 5], [6, 7]]
 
 
+async def test_a_batch_weighs_at_most_most_and_a_heavy_command_runs_alone() -> None:
+    run = Recorder()
+    batcher = Batcher(run, most=1000, lanes=1, size=lambda c: c)
+    waiting = [asyncio.ensure_future(batcher.submit(c)) for c in (500, 400, 200, 5000, 1, 0)]
+    await asyncio.sleep(0)
+    run.gate.set()
+    await asyncio.gather(*waiting)
+    # A command weighs 1 at least (the 0), and the first of a batch is taken whatever it weighs.
+    assert run.calls == [[500, 400], [200], [5000], [1, 0]]
+
+
 async def test_lanes_run_at_once_and_no_more() -> None:
     run = Recorder()
     batcher = Batcher(run, most=10, lanes=2)

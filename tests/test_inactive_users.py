@@ -259,3 +259,33 @@ async def test_concurrent_deletions_commit_together_each_as_if_alone(
     assert taken["b"][0] == u2.id
     assert u5.id in taken["c"]
     assert await inactive_ids(client) == []
+
+
+async def test_deletions_listing_many_ids_do_not_commit_together(
+    client: Client, app: web.Application
+) -> None:
+    """A transaction of several lists 1,000 ids at most (inactive.BATCH_IDS): large requests
+    that wait together still run one by one (each alone stays well within the statement
+    timeout; sixteen of 10,000 ids together ran into it)."""
+    blocked, u1, u2 = [await person(app, seen=300) for _ in range(3)]
+
+    def delete(ids: list[int], request_id: str) -> Any:
+        headers = {**ADMIN, "X-Request-Id": request_id}
+        return asyncio.ensure_future(client.post(DELETE, json={"ids": ids}, headers=headers))
+
+    unknown = list(range(10**8, 10**8 + 600))
+    async with app[POOL].acquire() as blocker, blocker.transaction():
+        await blocker.execute("SELECT 1 FROM users WHERE id = $1 FOR UPDATE", blocked.id)
+        first = [delete([blocked.id], "lane-1"), delete([blocked.id], "lane-2")]
+        await asyncio.sleep(0.3)
+        large = [delete([u1.id, *unknown], "large-1"), delete([u2.id, *unknown], "large-2")]
+        await asyncio.sleep(0.3)
+    for answer in [*first, *large]:
+        assert (await answer).status == 200
+    async with app[POOL].acquire() as conn:
+        rows = await conn.fetch(
+            "SELECT xmin::text AS tx FROM events WHERE type = 'UsersDeleted'"
+            " AND metadata->>'request_id' LIKE 'large-%'"
+        )
+    assert len(rows) == 2
+    assert rows[0]["tx"] != rows[1]["tx"]
