@@ -23,6 +23,13 @@ if TYPE_CHECKING:
 log = structlog.get_logger()
 
 STRAGGLER_SECONDS = 0.5
+# The cyclic collector, tuned for a server (issue 18). Its full passes walk every long-lived
+# object (250-300 ms each here with the client model of 8,000 flags) and, with Python's defaults
+# (700, 10, 10), ran about once a second under 16 concurrent deletes: requests waiting on the
+# database survive the young passes and fill the old generation's quota. A larger young
+# generation lets them die young, and a full pass waits for 100 middle passes instead of 10:
+# 44 full passes in a benchmark run became 2 (docs/benchmarks.md, "Group commit").
+GC_THRESHOLDS = (10_000, 10, 100)
 
 
 def check_listen_address(host: str, port: int) -> None:
@@ -72,6 +79,7 @@ async def serve(
     # here, a request's p99 whenever one ran; docs/benchmarks.md, "Searching the log").
     gc.collect()
     gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
     log.info(
         "listening",
         host=settings.host,

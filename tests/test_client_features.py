@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import gc
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from service.appkeys import CLIENT_FEED
 from tests.clientapi import PROJECT, flag, ok, rich_flags, segment, strategy, switch, token
 from tests.conftest import ADMIN
 
 if TYPE_CHECKING:
+    from aiohttp import web
     from aiohttp.test_utils import TestClient
 
     Client = TestClient[Any, Any]
@@ -311,3 +314,25 @@ async def test_a_prerelease_of_the_segments_spec_gets_them_inlined(client: Clien
         "/api/client/features", headers=auth(secret, **{"Unleash-Client-Spec": "4.2.0+build.7"})
     )
     assert "segments" in await ok(resp, 200)
+
+
+async def test_the_model_of_flags_stays_out_of_the_cyclic_collector(
+    client: Client, app: web.Application
+) -> None:
+    """The model is kept for the process's life: its flags' parts are not tracked by the
+    cyclic collector, whose full passes would walk them all (service/client/responses.py)."""
+    await rich_flags(client)
+    await features(client, await token(client))
+    model = app[CLIENT_FEED].model
+    parts: list[object] = []
+    for known in model.flags.values():
+        for environment in known.environments.values():
+            for each in environment.strategies:
+                parts.append(each)
+                parts.extend(each.constraints)
+            parts.extend(environment.variants)
+        parts.extend(known.dependencies)
+        parts.extend(known._seen.values())
+    parts.extend(model.segments.values())
+    assert {type(p).__name__ for p in parts} >= {"Strategy", "Constraint", "Feature", "Segment"}
+    assert [p for p in parts if gc.is_tracked(p)] == []

@@ -1,14 +1,20 @@
 """Unleash's client format (clientFeaturesSchema, and the delta events of its streaming): what
 SDKs evaluate. Fields an SDK does not need when empty are left out, as Unleash does (a
 variant's payload, a constraint's single value); strategy ids never go out (old Go SDKs break
-on them)."""
+on them).
+
+The parts of a flag (Constraint .. Feature, Segment) are kept for the process's life in the
+client model, tens of thousands of them: `gc=False` keeps them out of the cyclic collector's
+passes (they are frozen trees made from decoded JSON: no cycle can go through them)."""
 
 from __future__ import annotations
 
 import msgspec
 
 
-class Constraint(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+class Constraint(
+    msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True, gc=False
+):
     context_name: str
     operator: str
     case_insensitive: bool
@@ -17,13 +23,18 @@ class Constraint(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit
     value: str | None = None
 
 
-class Payload(msgspec.Struct, frozen=True, kw_only=True):
+class Payload(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     type: str
     value: str
 
 
 class StrategyVariant(
-    msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    rename="camel",
+    omit_defaults=True,
+    gc=False,
 ):
     name: str
     weight: int
@@ -32,12 +43,14 @@ class StrategyVariant(
     payload: Payload | None = None
 
 
-class Override(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+class Override(msgspec.Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     context_name: str
     values: list[str]
 
 
-class Variant(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+class Variant(
+    msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True, gc=False
+):
     name: str
     weight: int
     weight_type: str
@@ -46,7 +59,9 @@ class Variant(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_de
     overrides: list[Override]
 
 
-class Strategy(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+class Strategy(
+    msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True, gc=False
+):
     """`segments`: the ids of the segments it needs (left out when they are inlined into
     `constraints`, for SDKs that do not declare segment support)."""
 
@@ -58,7 +73,7 @@ class Strategy(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_d
     segments: list[int] | None = None
 
 
-class Dependency(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class Dependency(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
     """A parent flag: `enabled` false means the parent must be off; `variants` (only with
     enabled) the parent variants of which one must be picked."""
 
@@ -67,7 +82,7 @@ class Dependency(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     variants: list[str] | None = None
 
 
-class Feature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+class Feature(msgspec.Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     name: str
     type: str
     description: str | None
@@ -80,7 +95,7 @@ class Feature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     dependencies: list[Dependency]
 
 
-class Segment(msgspec.Struct, frozen=True, kw_only=True):
+class Segment(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     id: int
     name: str
     constraints: list[Constraint]
