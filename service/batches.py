@@ -70,7 +70,12 @@ class Batcher(Generic[Command]):
     async def _lane(self) -> None:
         try:
             while self._waiting:
-                await self._settle(self._next_batch())
+                batch = self._next_batch()
+                try:
+                    await self._settle(batch)
+                except BaseException as exc:  # the lane itself cancelled: nobody left hanging
+                    _answer(batch, exc)  # (those answered already keep their answer)
+                    raise
         finally:
             self._busy -= 1
 
@@ -95,9 +100,6 @@ class Batcher(Generic[Command]):
                 return
             _answer(batch, exc)
             return
-        except BaseException as exc:  # the lane itself cancelled: nobody is left hanging
-            _answer(batch, exc)
-            raise
         _answer(batch, None)
 
 

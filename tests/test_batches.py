@@ -124,3 +124,25 @@ def test_asyncpg_errors_that_mean_down_are_unavailable() -> None:
     """The batcher's test of "down" is the service's (service.connections.is_unavailable)."""
     assert connections.is_unavailable(asyncpg.CannotConnectNowError("starting"))
     assert not connections.is_unavailable(asyncpg.DeadlockDetectedError("deadlock"))
+
+
+async def test_a_lane_cancelled_in_a_retry_leaves_no_command_waiting() -> None:
+    """A batch that failed runs again one by one; a lane cancelled meanwhile (the process
+    stopping) answers every command it had taken, not only the one it was running."""
+    calls: list[list[int]] = []
+    never = asyncio.Event()
+
+    async def run(commands: Sequence[int]) -> None:
+        calls.append(list(commands))
+        if len(commands) > 1:
+            raise ValueError("the batch fails")
+        await never.wait()  # the first one alone hangs
+
+    batcher = Batcher(run, most=10, lanes=1)
+    waiting = [asyncio.ensure_future(batcher.submit(i)) for i in range(4)]
+    while calls != [[0, 1, 2, 3], [0]]:
+        await asyncio.sleep(0)
+    (lane,) = batcher._tasks  # noqa: SLF001 - the lane, cancelled as at a stop
+    lane.cancel()
+    answers = await asyncio.wait_for(asyncio.gather(*waiting, return_exceptions=True), 1)
+    assert all(isinstance(a, asyncio.CancelledError) for a in answers), answers
