@@ -142,7 +142,7 @@ async def test_a_lane_cancelled_in_a_retry_leaves_no_command_waiting() -> None:
     waiting = [asyncio.ensure_future(batcher.submit(i)) for i in range(4)]
     while calls != [[0, 1, 2, 3], [0]]:
         await asyncio.sleep(0)
-    (lane,) = batcher._tasks  # noqa: SLF001 - the lane, cancelled as at a stop
+    (lane,) = batcher._tasks
     lane.cancel()
     answers = await asyncio.wait_for(asyncio.gather(*waiting, return_exceptions=True), 1)
     assert all(isinstance(a, asyncio.CancelledError) for a in answers), answers
