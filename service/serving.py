@@ -28,7 +28,7 @@ STRAGGLER_SECONDS = 0.5
 # (700, 10, 10), ran about once a second under 16 concurrent deletes: requests waiting on the
 # database survive the young passes and fill the old generation's quota. A larger young
 # generation lets them die young, and a full pass waits for 100 middle passes instead of 10:
-# 44 full passes in a benchmark run became 2 (docs/benchmarks.md, "Group commit").
+# 44 full passes in a benchmark run became 1 or 2 (docs/benchmarks.md, issue 18's deletes).
 GC_THRESHOLDS = (10_000, 10, 100)
 
 
