@@ -47,6 +47,7 @@ from service.users.failures import FAILED_SIGN_INS, FailedSignIns
 from service.users.handlers import inactive, search, service_accounts, sessions, tokens, users
 from service.users.limits import SIGN_IN_LIMITS, SignInLimits
 from service.users.passwords import HASHING, PasswordHashing
+from service.users.records import Records
 from service.users.usage import TokenUsage
 
 if TYPE_CHECKING:
@@ -148,6 +149,7 @@ def create_app(
     failures = app[FAILED_SIGN_INS] = FailedSignIns(metrics.committed)
     app[FRONTEND_ENGINES] = Engines()
     app[inactive.DELETIONS] = inactive.deletions(app)
+    app[search.RECORDS] = Records()
     app[OPENAPI] = msgspec.json.encode(openapi.document(ROUTES, VERSION))
     for route in ROUTES:
         added = app.router.add_route(route.method, route.path, route.handler, expect_handler=expect)
@@ -174,6 +176,7 @@ def create_app(
         "erasures": lambda stop: erasure.run(
             app[POOL], stop, settings.erasure_interval_seconds, metrics.committed
         ),
+        "search_records": app[search.RECORDS].run,
         "telemetry_retention": lambda stop: retention.run(
             app[POOL], stop, settings.client_metrics_retention_days
         ),

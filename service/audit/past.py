@@ -24,16 +24,20 @@ if TYPE_CHECKING:
 AT: Final = "at"  # the query parameter
 
 
+def in_past(request: web.Request) -> bool:
+    """Whether the request reads a past state (`?at=`)."""
+    return query_param(request, AT) not in (None, "")
+
+
 @contextlib.asynccontextmanager
 async def reading(request: web.Request) -> AsyncIterator[Conn]:
     """A connection on the read models as they are, or, with `?at=` (an RFC 3339 time or a
     log position), as they were then. Routes that use it declare `past=True`."""
-    raw = query_param(request, AT)
-    if raw is None or raw == "":
+    if not in_past(request):
         async with request.app[POOL].acquire() as conn:
             yield conn
         return
-    instant = parse_instant(raw, AT)
+    instant = parse_instant(query_param(request, AT) or "", AT)
     async with request.app[PAST_READS], request.app[POOL].acquire() as conn:
         position = await instant.position_in(conn)
         async with state_at(conn, position):

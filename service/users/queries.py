@@ -91,6 +91,22 @@ FROM public.search_user_ids($1, $2, $3, $4, $5, $6, $7) AS f (ids)
      JOIN users u ON u.id = s.id
 ORDER BY s.n
 """
+# The same page as ids and row versions only (service/users/records.py: a replica keeps the
+# encoded records of people it returned, each with the version it was encoded from). xmin is
+# the transaction that wrote the row's version: any change to a row gives it another.
+SEARCH_VERSIONS = """
+SELECT u.id, u.xmin::text::bigint AS version, u.root_role
+FROM public.search_user_ids($1, $2, $3, $4, $5, $6, $7) AS f (ids)
+     CROSS JOIN LATERAL unnest(f.ids[$8 + 1:]) WITH ORDINALITY AS s (id, n)
+     JOIN users u ON u.id = s.id
+ORDER BY s.n
+"""
+# The rows of the people a page holds that the replica has no record of, at their version.
+USERS_BY_ID = """
+SELECT u.id, u.xmin::text::bigint AS version, u.account_type, u.name, u.username, u.email,
+       u.root_role, u.login_attempts, u.seen_at, u.created_at
+FROM users u WHERE u.id = ANY($1::bigint[]) AND u.account_type = 'User'
+"""
 
 USERNAME_TAKEN = "SELECT EXISTS (SELECT 1 FROM users WHERE username = $1)"
 NEXT_PAT_ID = "SELECT nextval('personal_access_token_ids')"

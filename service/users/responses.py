@@ -128,6 +128,13 @@ class UserList(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     root_roles: list[RootRole]
 
 
+class UserPage(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """A UserList whose users are already encoded (service/users/records.py): the same JSON."""
+
+    users: list[msgspec.Raw]
+    root_roles: list[RootRole]
+
+
 class ServiceAccountList(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     service_accounts: list[ServiceAccount]
     root_roles: list[RootRole]

@@ -21,20 +21,27 @@ public.search_user_ids (sql/0017; one round trip, plans made once per connection
    indexes would cost); if it falls short, the trigram indexes answer.
 
 A wrong estimate costs time, never a wrong page: every way ends in the same order.
+
+The page's people are then answered from the records the replica remembers at their row versions
+(service/users/records.py), fetching only the others; a past state (`?at=`) is read whole.
 """
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Final
 
+import msgspec
+from aiohttp import web
+
 from service import auth
-from service.audit.past import reading
+from service.audit.past import in_past, reading
 from service.http import Count, Param, Positive, Route, int_param, json_response, query_param
-from service.users import queries
-from service.users.responses import User, UserList, root_roles
+from service.users import queries, records
+from service.users.responses import User, UserList, UserPage, root_roles
 
 if TYPE_CHECKING:
-    from aiohttp import web
+    from service.connections import Conn
 
 MIN_QUERY: Final = 2
 DEFAULT_LIMIT: Final = 100
@@ -52,6 +59,9 @@ WALK_MOST: Final = 25_000
 # sorted, more are read in name order from the grouped indexes.
 PROBE: Final = 1000
 
+RECORDS: Final = web.AppKey("user_records", records.Records)
+_encoder = msgspec.json.Encoder()
+
 
 async def search_users(request: web.Request) -> web.Response:
     limit = min(int_param(request, "limit", DEFAULT_LIMIT, 1), MAX_LIMIT)
@@ -62,12 +72,43 @@ async def search_users(request: web.Request) -> web.Response:
             return json_response(UserList(users=[], root_roles=root_roles()))
         if "\x00" in q:  # no stored text holds NUL (and PostgreSQL text cannot)
             return json_response(UserList(users=[], root_roles=[]))
+        if not in_past(request):
+            page = await remembered(conn, request.app[RECORDS], q, offset + limit, offset)
+            if page is not None:
+                return json_response(page)
         found = await conn.fetch(queries.SEARCH, *arguments(q, offset + limit), offset)
     return json_response(
         UserList(
             users=[User.from_row(row) for row in found],
             root_roles=root_roles(row["root_role"] for row in found),
         )
+    )
+
+
+async def remembered(
+    conn: Conn, held_records: records.Records, q: str, wanted: int, offset: int
+) -> UserPage | None:
+    """The page from the ids and versions it holds, with the records remembered at those
+    versions and the others fetched; None when one of those changed in between (the caller
+    then reads the page in one statement)."""
+    page = await conn.fetch(queries.SEARCH_VERSIONS, *arguments(q, wanted), offset)
+    now = time.monotonic()
+    held = records.held(page, held_records, now)
+    missing = records.wanted(page, held)
+    encoded: dict[int, bytes] = {}
+    if missing:
+        fetched = await conn.fetch(queries.USERS_BY_ID, list(missing))
+        if not records.unchanged(missing, fetched):
+            return None
+        for row in fetched:
+            encoded[row["id"]] = record = _encoder.encode(User.from_row(row))
+            held_records.put(row["id"], row["version"], record, now)
+    return UserPage(
+        users=[
+            msgspec.Raw(encoded[row["id"]] if record is None else record)
+            for row, record in zip(page, held, strict=True)
+        ],
+        root_roles=root_roles(row["root_role"] for row in page),
     )
 
 
