@@ -273,10 +273,21 @@ async def test_cli_commands_share_the_embedded_server_with_serve(harness: Harnes
     conn = await asyncpg.connect(uri)
     try:
         event_count = await conn.fetchval("SELECT count(*) FROM events")
+        # embedded._tune: a new server does not zero-fill its WAL segments, and has its cache
+        settings = dict(
+            await conn.fetch(
+                "SELECT name, setting FROM pg_settings"
+                " WHERE name IN ('wal_init_zero', 'shared_buffers')"
+            )
+        )
     finally:
         await conn.close()
     assert event_count >= 1
     assert lines[0] == f"events: {event_count}"
+    assert settings == {
+        "wal_init_zero": "off",
+        "shared_buffers": str(embedded.shared_buffers_mb() * 1024 // 8),  # in 8 kB pages
+    }
 
     export = await harness.cli(data_dir, "export")
     assert export.returncode == 0, export.stderr
