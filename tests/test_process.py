@@ -274,12 +274,13 @@ async def test_cli_commands_share_the_embedded_server_with_serve(harness: Harnes
     try:
         event_count = await conn.fetchval("SELECT count(*) FROM events")
         # embedded._tune: a new server does not zero-fill its WAL segments, and has its cache
-        settings = dict(
-            await conn.fetch(
+        settings = {
+            row["name"]: row["setting"]
+            for row in await conn.fetch(
                 "SELECT name, setting FROM pg_settings"
                 " WHERE name IN ('wal_init_zero', 'shared_buffers')"
             )
-        )
+        }
     finally:
         await conn.close()
     assert event_count >= 1
