@@ -92,6 +92,7 @@ def embedded_postgres(data_dir: Path) -> Iterator[str]:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
         raise
     try:
+        _keep_wal_segments_unzeroed(server)
         if _ensure_database(server) and _tune(server):
             server.cleanup()  # the new database is ours alone: restart with the settings
             server = module.get_server(pgdata, cleanup_mode="stop")
@@ -130,19 +131,25 @@ def shared_buffers_mb() -> int:
 
 
 def _tune(server: Any) -> bool:
-    """Settings for a new embedded server; whether they need a restart (shared_buffers does).
-
-    wal_init_zero off: a transaction whose WAL needs a new segment file then does not write the
-    16 MB of zeros and sync them while it commits. Under sustained writes (1,000 deletions a
-    second, about 40 MB of WAL a second) that happened every second or two, 70-280 ms each,
-    while the transaction held the log's head lock, and every request in flight waited for it
-    (PostgreSQL's wait events WalInitWrite and WalInitSync; docs/benchmarks.md). The segment is
-    then filled as WAL is written, as on copy-on-write file systems."""
+    """Settings for a new embedded server; whether they need a restart (shared_buffers does)."""
     megabytes = shared_buffers_mb()
     server.psql(f"ALTER SYSTEM SET shared_buffers = '{megabytes}MB';")
-    server.psql("ALTER SYSTEM SET wal_init_zero = off;")
-    server.psql("SELECT pg_reload_conf();")
     return megabytes != 128
+
+
+def _keep_wal_segments_unzeroed(server: Any) -> None:
+    """wal_init_zero off, on every start (a data directory made before it was set gets it too;
+    a reload applies it).
+
+    A transaction whose WAL needs a new segment file then does not write the 16 MB of zeros and
+    sync them while it commits. Under sustained writes (1,000 deletions a second, about 40 MB of
+    WAL a second) that happened every second or two, 70-280 ms each, while the transaction held
+    the log's head lock, and every request in flight waited for it (PostgreSQL's wait events
+    WalInitWrite and WalInitSync; docs/benchmarks.md). The segment is then filled as WAL is
+    written, as on copy-on-write file systems."""
+    if "off" not in server.psql("SHOW wal_init_zero;"):
+        server.psql("ALTER SYSTEM SET wal_init_zero = off;")
+        server.psql("SELECT pg_reload_conf();")
 
 
 def running_embedded_dsn(data_dir: Path) -> str:

@@ -249,6 +249,27 @@ async def test_data_is_kept_across_restarts(harness: Harness) -> None:
     await assert_no_postgres(data_dir)
 
 
+async def test_a_data_directory_made_before_gets_wal_segments_unzeroed(harness: Harness) -> None:
+    """embedded._keep_wal_segments_unzeroed runs on every start, not only on a new server."""
+    data_dir = harness.new_dir()
+    first = await harness.serve(data_dir)
+    uri = (await harness.cli(data_dir, "dsn")).stdout.strip()
+    conn = await asyncpg.connect(uri)
+    try:
+        await conn.execute("ALTER SYSTEM SET wal_init_zero = on")  # as before the setting
+        await conn.execute("SELECT pg_reload_conf()")
+    finally:
+        await conn.close()
+    assert await stop(first) == 0
+    second = await harness.serve(data_dir)
+    conn = await asyncpg.connect((await harness.cli(data_dir, "dsn")).stdout.strip())
+    try:
+        assert await conn.fetchval("SHOW wal_init_zero") == "off"
+    finally:
+        await conn.close()
+    assert await stop(second) == 0
+
+
 async def test_cli_commands_share_the_embedded_server_with_serve(harness: Harness) -> None:
     data_dir = harness.new_dir()
     server = await harness.serve(data_dir)
