@@ -81,26 +81,23 @@ FOR UPDATE OF u
 """
 # behavior.md section 5: exact matches, then prefixes, then other substrings; ties by name, then
 # id. public.search_user_ids (sql/0017) finds the ids of the first offset + limit ($2) in one
-# call, with the constants of service/users/handlers/search.py ($3 .. $7); this statement
-# returns the rows of those after the offset ($8), in that order.
-SEARCH = """
-SELECT u.id, u.account_type, u.name, u.username, u.email, u.root_role, u.login_attempts,
-       u.seen_at, u.created_at
+# call, with the constants of service/users/handlers/search.py ($3 .. $7); the page is those
+# after the offset ($8), in that order.
+_SEARCH_PAGE = """
 FROM public.search_user_ids($1, $2, $3, $4, $5, $6, $7) AS f (ids)
      CROSS JOIN LATERAL unnest(f.ids[$8 + 1:]) WITH ORDINALITY AS s (id, n)
      JOIN users u ON u.id = s.id
 ORDER BY s.n
 """
+# The page's rows.
+SEARCH = f"""
+SELECT u.id, u.account_type, u.name, u.username, u.email, u.root_role, u.login_attempts,
+       u.seen_at, u.created_at{_SEARCH_PAGE}"""
 # The same page as ids and row versions only (service/users/records.py: a replica keeps the
 # encoded records of people it returned, each with the version it was encoded from). xmin is
 # the transaction that wrote the row's version: any change to a row gives it another.
-SEARCH_VERSIONS = """
-SELECT u.id, u.xmin::text::bigint AS version, u.root_role
-FROM public.search_user_ids($1, $2, $3, $4, $5, $6, $7) AS f (ids)
-     CROSS JOIN LATERAL unnest(f.ids[$8 + 1:]) WITH ORDINALITY AS s (id, n)
-     JOIN users u ON u.id = s.id
-ORDER BY s.n
-"""
+SEARCH_VERSIONS = f"""
+SELECT u.id, u.xmin::text::bigint AS version, u.root_role{_SEARCH_PAGE}"""
 # The rows of the people a page holds that the replica has no record of, at their version.
 USERS_BY_ID = """
 SELECT u.id, u.xmin::text::bigint AS version, u.account_type, u.name, u.username, u.email,
