@@ -230,6 +230,15 @@ def crowd(rng: random.Random, count: int) -> list[str]:
     return lines
 
 
+def short_head(monkeypatch: pytest.MonkeyPatch, head: int) -> None:
+    """The first `head` people walked, and the sizes that decide what follows in proportion (as
+    before sql/0018: the shares from a sample past 20 x head people, of 2 x head), so that a
+    few hundred people take every way."""
+    monkeypatch.setattr(search_module, "HEAD", head)
+    monkeypatch.setattr(search_module, "SMALL", 20 * head)
+    monkeypatch.setattr(search_module, "SAMPLED", 2 * head)
+
+
 @settings(
     max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -240,6 +249,7 @@ def crowd(rng: random.Random, count: int) -> list[str]:
     head=st.sampled_from([3, 25, 1000]),
     match_cost=st.sampled_from([0, 1, 1000]),
     probe=st.sampled_from([0, 2, 1000]),
+    small=st.sampled_from([0, 60, 10**6]),
 )
 async def test_every_way_of_finding_gives_the_defined_order(  # noqa: PLR0917 - drawn inputs
     client: Client,
@@ -251,6 +261,7 @@ async def test_every_way_of_finding_gives_the_defined_order(  # noqa: PLR0917 - 
     head: int,
     match_cost: int,
     probe: int,
+    small: int,
 ) -> None:
     """Whichever way the service takes (prefixes sorted or read in name order, the first
     people by name, a sample, a longer walk, the trigram indexes; set small here so 300 people
@@ -266,6 +277,8 @@ async def test_every_way_of_finding_gives_the_defined_order(  # noqa: PLR0917 - 
             )
         ]
     monkeypatch.setattr(search_module, "HEAD", head)
+    monkeypatch.setattr(search_module, "SMALL", small)  # 0: the shares from a sample
+    monkeypatch.setattr(search_module, "SAMPLED", 2 * head)
     monkeypatch.setattr(search_module, "MATCH_COST", match_cost)
     monkeypatch.setattr(search_module, "PROBE", probe)
     want = expected_ids(people, q)
@@ -316,7 +329,7 @@ async def test_every_way_agrees_on_every_short_query(
             (7, 0, 0, 10**6),
             (25, 2, 1000, 50),
         ):
-            monkeypatch.setattr(search_module, "HEAD", head)
+            short_head(monkeypatch, head)
             monkeypatch.setattr(search_module, "WALK_MOST", walk_most)
             monkeypatch.setattr(search_module, "PROBE", probe)
             monkeypatch.setattr(search_module, "MATCH_COST", match_cost)
@@ -390,7 +403,7 @@ async def test_the_trigram_indexes_find_across_punctuation(
                 "SELECT id, name, username, email FROM users WHERE account_type = 'User'"
             )
         ]
-        monkeypatch.setattr(search_module, "HEAD", 1)
+        short_head(monkeypatch, 1)
         monkeypatch.setattr(search_module, "MATCH_COST", 0)
         rows = await conn.fetch(queries_module.SEARCH, *search_module.arguments(q, 50), 0)
     assert [r["id"] for r in rows] == expected_ids(people, q)[:50]
@@ -410,14 +423,14 @@ async def test_a_large_table_whose_first_people_match_little_walks_on_past_them(
     ]
     async with app[POOL].acquire() as conn:
         await import_users(conn, lines, source="crowd")
-        await conn.execute("ANALYZE users")  # the size the walk goes by: over 20 x HEAD
+        await conn.execute("ANALYZE users")  # the size the walk goes by: over SMALL
         people = [
             dict(r)
             for r in await conn.fetch(
                 "SELECT id, name, username, email FROM users WHERE account_type = 'User'"
             )
         ]
-        monkeypatch.setattr(search_module, "HEAD", 200)
+        short_head(monkeypatch, 200)
         for q, limit in (("crowd", 10), ("crowd", 100), ("owd 0", 10), ("l.ex", 10)):
             rows = await conn.fetch(queries_module.SEARCH, *search_module.arguments(q, limit), 0)
             assert [r["id"] for r in rows] == expected_ids(people, q)[:limit], (q, limit)
@@ -432,3 +445,27 @@ async def test_a_query_ending_in_the_last_characters_is_answered(client: Client,
     assert [u["email"] for u in body["users"]] == (
         ["max@example.com"] if q == "a\U0010ffff" else []
     )
+
+
+@pytest.mark.usefixtures("client")  # the app started: its pool
+async def test_the_search_of_the_version_before_still_answers(app: web.Application) -> None:
+    """sql/0018 adds a search function of nine arguments and keeps sql/0017's of seven, which
+    the replicas of the version before call while a rolling upgrade replaces them: both give
+    the same ids (with 0017's sizes in proportion to its head)."""
+    async with app[POOL].acquire() as conn:
+        await import_users(conn, crowd(random.Random(13), 200), source="crowd")
+        await conn.execute("ANALYZE users")
+        for q in ["ab", "abc", "a.b", "c.", "bca"]:
+            for head in (3, 1000):
+                before = await conn.fetchval(
+                    "SELECT public.search_user_ids($1, 50, $2, 1000, 10, 6, 25000)", q, head
+                )
+                now = await conn.fetchval(
+                    "SELECT public.search_user_ids($1, 50, $2, 1000, 10, 6, 25000, $3, $4)",
+                    q,
+                    head,
+                    20 * head,
+                    2 * head,
+                )
+                assert before == now, (q, head)
+                assert before == [p for p in before if p is not None]

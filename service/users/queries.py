@@ -80,12 +80,12 @@ ORDER BY u.id
 FOR UPDATE OF u
 """
 # behavior.md section 5: exact matches, then prefixes, then other substrings; ties by name, then
-# id. public.search_user_ids (sql/0017) finds the ids of the first offset + limit ($2) in one
-# call, with the constants of service/users/handlers/search.py ($3 .. $7); the page is those
-# after the offset ($8), in that order.
+# id. public.search_user_ids (sql/0018) finds the ids of the first offset + limit ($2) in one
+# call, with the constants of service/users/handlers/search.py ($3 .. $9); the page is those
+# after the offset ($10), in that order.
 _SEARCH_PAGE = """
-FROM public.search_user_ids($1, $2, $3, $4, $5, $6, $7) AS f (ids)
-     CROSS JOIN LATERAL unnest(f.ids[$8 + 1:]) WITH ORDINALITY AS s (id, n)
+FROM public.search_user_ids($1, $2, $3, $4, $5, $6, $7, $8, $9) AS f (ids)
+     CROSS JOIN LATERAL unnest(f.ids[$10 + 1:]) WITH ORDINALITY AS s (id, n)
      JOIN users u ON u.id = s.id
 ORDER BY s.n
 """
