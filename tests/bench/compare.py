@@ -113,6 +113,8 @@ POOL_SLACK = 1_000
 SENTINEL_ID = 2_000_000_000  # no one's: sent only by a script whose pool ran out
 CHUNK = 10_000  # ids per bulk delete when a pool is cleared
 RESUMED_SETTLE = 1.0  # seconds after a paused side is continued before its next cell
+# Each unwinds the run like Ctrl-C (both servers stop, a paused one is continued first).
+INTERRUPTS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
 SEARCHES = {  # operation: (q, users found)
     "search-none": ("user12", 0),
     "search-one": ("user00042", 1),
@@ -306,14 +308,19 @@ def paused(sides: Sequence[Side]) -> Iterator[None]:
     stopped: list[psutil.Process] = []
     try:
         for process in processes.values():
+            stopped.append(process)  # before: an interrupt in between still continues it
             with contextlib.suppress(psutil.NoSuchProcess):
                 process.suspend()
-                stopped.append(process)
         yield
     finally:
-        for process in reversed(stopped):
-            with contextlib.suppress(psutil.NoSuchProcess):
-                process.resume()
+        # No interrupt may leave one stopped: SIGINT, SIGTERM and SIGHUP wait until all run.
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, INTERRUPTS)
+        try:
+            for process in reversed(stopped):
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    process.resume()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         if stopped:
             time.sleep(RESUMED_SETTLE)  # its timers that fell due meanwhile run now, not in a cell
 
@@ -1004,7 +1011,8 @@ def main() -> int:
             file=sys.stderr,
         )
         return 2
-    signal.signal(signal.SIGTERM, _terminate)  # unwinds like Ctrl-C: both servers stop
+    for interrupt in (signal.SIGTERM, signal.SIGHUP):  # unwind like Ctrl-C: both servers stop
+        signal.signal(interrupt, _terminate)
     load = os.getloadavg()[0]  # other work on the machine shows in every cell
     started = time.monotonic()
     stamp = datetime.now(UTC)
