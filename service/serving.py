@@ -73,7 +73,7 @@ async def serve(
         app, handle_signals=False, shutdown_timeout=STRAGGLER_SECONDS, **options
     )
     await runner.setup()
-    await web.TCPSite(runner, settings.host, settings.port).start()
+    await web.TCPSite(runner, settings.host, settings.port, backlog=protocol.BACKLOG).start()
     # What start-up made (modules, the app, decoders) lives as long as the process: kept out
     # of the cyclic collector's full passes, each of which walked all of it (about 45 ms
     # here, a request's p99 whenever one ran; docs/benchmarks.md, "Searching the log").
