@@ -46,32 +46,39 @@ class FairPool(asyncpg.Pool):
     asyncpg's own waits on an asyncio.Queue, which is not first come, first served: a released
     connection wakes the longest waiter, but a request that asks in between (a new one, in the
     same turn of the event loop) takes it first, and the waiter, finding none, queues again at
-    the back. With more requests than connections some waited many times as long as the rest:
-    search at concurrency 16 on a pool of 6 had p99 31-36 ms against 16-17 ms in this order,
-    and a long tail at 64 (docs/benchmarks.md). So a connection is taken only with a turn from
-    a semaphore of the pool's size, which asyncio hands to its waiters in order; the turn is
-    given back as the connection is released. An acquire's timeout covers the wait for a turn
-    as well."""
+    the back. At concurrency 64 on a pool of 10 a request could be overtaken dozens of times:
+    p99 up to 1.9 s at 2,800 requests/s (docs/benchmarks.md). So a connection is taken
+    only with a turn from a semaphore of the pool's size, which asyncio hands to its waiters in
+    order. The turn is given back as the release starts, a turn of the loop or two before
+    asyncpg has the connection back in its queue, so that none idles while the next in line
+    wakes; those who hold a turn and wait for that connection may pass each other there (the
+    order among the few whose turn came while connections were on their way back), nobody
+    else can. An acquire's timeout covers the wait for a turn as well, and bounds the
+    connection's release, as in asyncpg."""
 
     def __init__(self, dsn: str, *, max_size: int, **kwargs: Any) -> None:
         super().__init__(dsn, max_size=max_size, **kwargs)
         self._turns = asyncio.Semaphore(max_size)
-        self._holding: set[PoolConnectionProxy] = set()
+        self._waiting = 0  # for a turn
+        # the connections taken with a turn, each with its acquire's timeout
+        self._holding: dict[PoolConnectionProxy, float | None] = {}
 
     async def _acquire(self, timeout: float | None) -> PoolConnectionProxy:  # noqa: ASYNC109 - asyncpg calls it so
-        if timeout is None:
-            return await self._in_turn()
-        return await asyncio.wait_for(self._in_turn(), timeout)
-
-    async def _in_turn(self) -> PoolConnectionProxy:
-        await self._turns.acquire()
-        try:
-            # a turn means a connection is in the pool, or on its way back
-            conn: PoolConnectionProxy = await super()._acquire(None)  # type: ignore[misc]
-        except BaseException:
-            self._turns.release()
-            raise
-        self._holding.add(conn)
+        # asyncio.timeout, not wait_for: the wait stays in this task, so it queues for its turn
+        # at once (wait_for's task would queue a turn of the loop later, behind later askers)
+        async with asyncio.timeout(timeout):
+            self._waiting += 1
+            try:
+                await self._turns.acquire()
+            finally:
+                self._waiting -= 1
+            try:
+                # a turn means a connection is in the pool, or on its way back
+                conn: PoolConnectionProxy = await super()._acquire(None)  # type: ignore[misc]
+            except BaseException:
+                self._turns.release()
+                raise
+        self._holding[conn] = timeout
         return conn
 
     async def release(
@@ -81,11 +88,19 @@ class FairPool(asyncpg.Pool):
         timeout: float | None = None,  # noqa: ASYNC109 - asyncpg's signature
     ) -> None:
         if connection in self._holding:
-            self._holding.discard(connection)
-            # the next in line is woken now and waits while the connection goes back (asyncpg's
-            # own release takes a turn of the loop or two), not after: no connection idles
+            acquired_with = self._holding.pop(connection)
+            if timeout is None:  # asyncpg's rule: the acquire's timeout bounds the release
+                timeout = acquired_with
+            # the next in line is woken now and waits while the connection goes back, not after
             self._turns.release()
         await super().release(connection, timeout=timeout)
+
+    def terminate(self) -> None:
+        super().terminate()
+        # those waiting for a turn would wait for releases that may never come: let them on,
+        # to asyncpg's error for a closed pool
+        for _ in range(self._waiting):
+            self._turns.release()
 
 
 async def create_pool(dsn: str, size: int, command_timeout: float | None = None) -> asyncpg.Pool:
