@@ -2,7 +2,8 @@
 longest waiter, not to a request that asks while it is on its way back (asyncpg's own pool fails
 that test), and a timed wait keeps its place; waits that time out or are cancelled, in any
 number and at any moment, give their turns back; a release is bounded by the acquire's timeout;
-terminating the pool ends every wait (FairPool as of commit 3c5a633 failed the last four)."""
+terminating the pool ends every wait (FairPool as of commit 3c5a633 failed the tests of the
+timed wait, the release and the terminate)."""
 
 from __future__ import annotations
 
