@@ -64,6 +64,8 @@ class FairPool(asyncpg.Pool):
         self._holding: dict[PoolConnectionProxy, float | None] = {}
 
     async def _acquire(self, timeout: float | None) -> PoolConnectionProxy:  # noqa: ASYNC109 - asyncpg calls it so
+        if self.is_closing():  # asyncpg's own check, which comes after the wait for a turn
+            raise asyncpg.InterfaceError("pool is closing or closed")
         # asyncio.timeout, not wait_for: the wait stays in this task, so it queues for its turn
         # at once (wait_for's task would queue a turn of the loop later, behind later askers)
         async with asyncio.timeout(timeout):

@@ -2,8 +2,8 @@
 longest waiter, not to a request that asks while it is on its way back (asyncpg's own pool fails
 that test), and a timed wait keeps its place; waits that time out or are cancelled, in any
 number and at any moment, give their turns back; a release is bounded by the acquire's timeout;
-terminating the pool ends every wait (FairPool as of commit 3c5a633 failed the tests of the
-timed wait, the release and the terminate)."""
+terminating the pool ends every wait, and a closing or closed pool refuses at once (FairPool as
+of commit 3c5a633 failed the tests of the timed wait, the release and the terminate)."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ async def test_a_released_connection_goes_to_the_longest_waiter(any_dsn: str) ->
 
 
 async def test_a_timed_wait_keeps_its_place(any_dsn: str) -> None:
-    # with asyncio.wait_for (asyncpg's way) the timed one would queue a turn of the loop late
+    # with asyncio.wait_for (FairPool as of 3c5a633) the timed one queued a turn of the loop late
     pool = await connections.create_pool(any_dsn, 1)
     try:
         served: list[str] = []
@@ -173,3 +173,19 @@ async def test_terminating_the_pool_ends_every_wait(any_dsn: str) -> None:
     for conn in held:  # terminated too
         with pytest.raises(asyncpg.InterfaceError):
             await conn.fetchval("SELECT 1")
+
+
+@pytest.mark.parametrize("ending", ["close", "terminate"])
+async def test_asking_a_closing_or_terminated_pool_fails_at_once(any_dsn: str, ending: str) -> None:
+    pool = await connections.create_pool(any_dsn, 1)
+    held = await pool.acquire()  # and nobody waiting
+    if ending == "close":
+        ended = asyncio.create_task(pool.close())  # waits for the connection held
+        await asyncio.sleep(0.05)
+    else:
+        pool.terminate()
+    with pytest.raises(asyncpg.InterfaceError):
+        await asyncio.wait_for(pool.fetchval("SELECT 1"), 2)
+    if ending == "close":
+        await pool.release(held)
+        await asyncio.wait_for(ended, 10)
