@@ -108,8 +108,9 @@ class FairPool(asyncpg.Pool):
 async def create_pool(dsn: str, size: int, command_timeout: float | None = None) -> asyncpg.Pool:
     """The service's pool (FairPool). command_timeout bounds each statement (and the rollback
     after one that timed out), so that a database that accepts connections but does not answer
-    (frozen, partitioned) gets requests their 503 instead of holding them for as long as it
-    lasts."""
+    (frozen, partitioned) gets the requests that hold a connection their 503 instead of holding
+    them for as long as it lasts. Those waiting for a connection have no bound of their own yet:
+    under a full freeze they wait until connections come back (noted on issue 18)."""
     # what asyncpg.create_pool passes, with its defaults
     return await FairPool(
         dsn,
