@@ -133,20 +133,39 @@ async def test_a_row_changed_between_the_two_reads_makes_the_page_one_statement(
         assert not records.unchanged({person["id"]: version, 0: 1}, fetched)  # one went
         page = await remembered(conn, app[RECORDS], "racer", 100, 0)
         assert page is not None
-        assert [json.loads(bytes(user))["name"] for user in page.users] == ["Racer"]
+        assert [user["name"] for user in json.loads(bytes(page.users))] == ["Racer"]
+
+
+def get(held: records.Records, account_id: int, version: int, now: float) -> bytes | None:
+    [record] = held.held([account_id], [version], now)
+    return record
 
 
 def test_records_are_used_at_their_version_and_the_least_recently_used_leave() -> None:
     held = records.Records(most=2)
     held.put(1, 10, b"one", 0.0)
     held.put(2, 20, b"two", 0.0)
-    assert held.get(1, 11, 1.0) is None  # another version of person 1
-    assert held.get(1, 10, 1.0) == b"one"  # and 1 is now the most recently used
+    assert get(held, 1, 11, 1.0) is None  # another version of person 1
+    assert get(held, 1, 10, 1.0) == b"one"  # and 1 is now the most recently used
     held.put(3, 30, b"three", 2.0)
-    assert held.get(2, 20, 2.0) is None
-    assert (held.get(1, 10, 2.0), held.get(3, 30, 2.0), len(held)) == (b"one", b"three", 2)
+    assert get(held, 2, 20, 2.0) is None
+    assert (get(held, 1, 10, 2.0), get(held, 3, 30, 2.0), len(held)) == (b"one", b"three", 2)
     held.put(1, 12, b"one again", 3.0)
-    assert (held.get(1, 10, 3.0), held.get(1, 12, 3.0)) == (None, b"one again")
+    assert (get(held, 1, 10, 3.0), get(held, 1, 12, 3.0)) == (None, b"one again")
+
+
+def test_a_page_is_looked_up_in_one_pass_in_page_order() -> None:
+    held = records.Records(most=3)
+    held.put(1, 10, b"one", 0.0)
+    held.put(2, 20, b"two", 0.0)
+    held.put(3, 30, b"three", 0.0)
+    assert held.held([3, 4, 1, 2], [30, 40, 11, 20], 1.0) == [b"three", None, None, b"two"]
+    assert records.wanted([3, 4, 1, 2], [30, 40, 11, 20], [b"three", None, None, b"two"]) == {
+        4: 40,
+        1: 11,
+    }
+    held.put(5, 50, b"five", 2.0)  # 1, the least recently used (the page skipped it), leaves
+    assert held.held([1, 2, 3, 5], [10, 20, 30, 50], 2.0) == [None, b"two", b"three", b"five"]
 
 
 def test_records_no_search_used_for_a_while_leave() -> None:
@@ -154,9 +173,23 @@ def test_records_no_search_used_for_a_while_leave() -> None:
     held.put(1, 10, b"one", 0.0)
     held.put(2, 20, b"two", 100.0)
     held.put(3, 30, b"three", 200.0)
-    assert held.get(1, 10, 300.0) == b"one"  # used again at 300
+    assert get(held, 1, 10, 300.0) == b"one"  # used again at 300
     held.prune(650.0, unused=400.0)  # 2 was last used 550 s before, 3 450 s
     assert len(held) == 1
-    assert held.get(1, 10, 650.0) == b"one"
+    assert get(held, 1, 10, 650.0) == b"one"
     held.prune(2000.0, unused=400.0)
     assert len(held) == 0
+
+
+def test_a_use_within_a_second_of_the_last_is_not_written_again() -> None:
+    """Only pruning reads when a record was last used: a record used many times a second is
+    stamped once a second (records.TOUCH_SECONDS), and leaves at most that much early."""
+    held = records.Records()
+    held.put(1, 10, b"one", 0.0)
+    assert get(held, 1, 10, 0.5) == b"one"  # within TOUCH_SECONDS: still stamped 0.0
+    held.prune(400.2, unused=400.0)
+    assert len(held) == 0
+    held.put(1, 10, b"one", 0.0)
+    assert get(held, 1, 10, 1.5) == b"one"  # stamped 1.5
+    held.prune(400.2, unused=400.0)
+    assert get(held, 1, 10, 400.2) == b"one"

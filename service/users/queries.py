@@ -95,9 +95,18 @@ SELECT u.id, u.account_type, u.name, u.username, u.email, u.root_role, u.login_a
        u.seen_at, u.created_at{_SEARCH_PAGE}"""
 # The same page as ids and row versions only (service/users/records.py: a replica keeps the
 # encoded records of people it returned, each with the version it was encoded from). xmin is
-# the transaction that wrote the row's version: any change to a row gives it another.
-SEARCH_VERSIONS = f"""
-SELECT u.id, u.xmin::text::bigint AS version, u.root_role{_SEARCH_PAGE}"""
+# the transaction that wrote the row's version: any change to a row gives it another. One row
+# of arrays (ids and versions in page order, the root roles on the page) rather than a row a
+# person: a page of 100 decoded as 100 records cost the service a fifth of its CPU per search
+# (issue 18; docs/benchmarks.md).
+SEARCH_VERSIONS = """
+SELECT coalesce(array_agg(u.id ORDER BY s.n), '{}') AS ids,
+       coalesce(array_agg(u.xmin::text::bigint ORDER BY s.n), '{}') AS versions,
+       coalesce(array_agg(DISTINCT u.root_role), '{}') AS root_roles
+FROM public.search_user_ids($1, $2, $3, $4, $5, $6, $7, $8, $9) AS f (ids)
+     CROSS JOIN LATERAL unnest(f.ids[$10 + 1:]) WITH ORDINALITY AS s (id, n)
+     JOIN users u ON u.id = s.id
+"""
 # The rows of the people a page holds that the replica has no record of, at their version.
 USERS_BY_ID = """
 SELECT u.id, u.xmin::text::bigint AS version, u.account_type, u.name, u.username, u.email,

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 MOST: Final = 50_000  # about 25 MB of records of 500 bytes
 UNUSED_SECONDS: Final = 600.0  # a record no search used for this long leaves
 PRUNE_SECONDS: Final = 60.0
+# When a record was last used is written again at most this often (it only decides pruning).
+TOUCH_SECONDS: Final = 1.0
 
 
 class Records:
@@ -45,13 +47,22 @@ class Records:
     def __len__(self) -> int:
         return len(self._held)
 
-    def get(self, account_id: int, version: int, now: float) -> bytes | None:
-        held = self._held.get(account_id)
-        if held is None or held[0] != version:
-            return None
-        self._held[account_id] = (version, held[1], now)
-        self._held.move_to_end(account_id)
-        return held[1]
+    def held(self, ids: Sequence[int], versions: Sequence[int], now: float) -> list[bytes | None]:
+        """The records of these people as remembered at these versions (None where not), in
+        one pass over a page: each one used is now the most recently used."""
+        held = self._held
+        touch = held.move_to_end
+        found: list[bytes | None] = []
+        for account_id, version in zip(ids, versions, strict=True):
+            entry = held.get(account_id)
+            if entry is None or entry[0] != version:
+                found.append(None)
+                continue
+            if now - entry[2] >= TOUCH_SECONDS:
+                held[account_id] = (version, entry[1], now)
+            touch(account_id)
+            found.append(entry[1])
+        return found
 
     def put(self, account_id: int, version: int, record: bytes, now: float) -> None:
         self._held[account_id] = (version, record, now)
@@ -77,15 +88,14 @@ class Records:
             self.prune(time.monotonic())
 
 
-def held(page: Sequence[asyncpg.Record], records: Records, now: float) -> list[bytes | None]:
-    """The page's records as remembered at the page's versions (None where not)."""
-    return [records.get(row["id"], row["version"], now) for row in page]
-
-
-def wanted(page: Sequence[asyncpg.Record], held: Sequence[bytes | None]) -> dict[int, int]:
+def wanted(
+    ids: Sequence[int], versions: Sequence[int], held: Sequence[bytes | None]
+) -> dict[int, int]:
     """The ids and versions of the page's people whose records are not held."""
     return {
-        row["id"]: row["version"] for row, record in zip(page, held, strict=True) if record is None
+        account_id: version
+        for account_id, version, record in zip(ids, versions, held, strict=True)
+        if record is None
     }
 
 

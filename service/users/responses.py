@@ -131,7 +131,7 @@ class UserList(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 class UserPage(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     """A UserList whose users are already encoded (service/users/records.py): the same JSON."""
 
-    users: list[msgspec.Raw]
+    users: msgspec.Raw  # the JSON array of the page's encoded records
     root_roles: list[RootRole]
 
 

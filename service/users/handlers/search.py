@@ -98,10 +98,12 @@ async def remembered(
     """The page from the ids and versions it holds, with the records remembered at those
     versions and the others fetched; None when one of those changed in between (the caller
     then reads the page in one statement)."""
-    page = await conn.fetch(queries.SEARCH_VERSIONS, *arguments(q, wanted), offset)
+    page = await conn.fetchrow(queries.SEARCH_VERSIONS, *arguments(q, wanted), offset)
+    assert page is not None  # an aggregate without GROUP BY: always one row
+    ids, versions = page["ids"], page["versions"]
     now = time.monotonic()
-    held = records.held(page, held_records, now)
-    missing = records.wanted(page, held)
+    held = held_records.held(ids, versions, now)
+    missing = records.wanted(ids, versions, held)
     encoded: dict[int, bytes] = {}
     if missing:
         fetched = await conn.fetch(queries.USERS_BY_ID, list(missing))
@@ -110,12 +112,12 @@ async def remembered(
         for row in fetched:
             encoded[row["id"]] = record = _encoder.encode(User.from_row(row))
             held_records.put(row["id"], row["version"], record, now)
+    users = [
+        encoded[account_id] if record is None else record
+        for account_id, record in zip(ids, held, strict=True)
+    ]
     return UserPage(
-        users=[
-            msgspec.Raw(encoded[row["id"]] if record is None else record)
-            for row, record in zip(page, held, strict=True)
-        ],
-        root_roles=root_roles(row["root_role"] for row in page),
+        users=msgspec.Raw(b"[" + b",".join(users) + b"]"), root_roles=root_roles(page["root_roles"])
     )
 
 
