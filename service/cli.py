@@ -27,7 +27,7 @@ from service.settings import Settings, load_settings
 from service.users import importer
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Iterator
+    from collections.abc import Awaitable, Callable, Iterator, Mapping
     from types import FrameType
 
     from service.connections import Conn
@@ -98,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
             serving.check_listen_address(settings.host, settings.port)
         if args.command in NEEDS_MASTER_KEY:
             master.install(master.from_settings(settings))
+        settings = embedded_pool(settings, os.environ)
         with database(settings) as dsn:
             # The embedded server's postmaster: serve exits when it dies.
             postmaster = (
@@ -115,6 +116,15 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as exc:
         # SIGTERM (podman stop, Kubernetes) before serving began is a requested stop: 0.
         return 0 if isinstance(exc, Terminated) else 130
+
+
+def embedded_pool(settings: Settings, environ: Mapping[str, str]) -> Settings:
+    """The settings with the embedded server's pool size (embedded.pool_size) when it answers
+    and DB_POOL_SIZE is unset."""
+    if settings.database_url or environ.get("DB_POOL_SIZE", "").strip():
+        return settings
+    cores = len(os.sched_getaffinity(0))
+    return msgspec.structs.replace(settings, db_pool_size=embedded.pool_size(cores))
 
 
 class Terminated(KeyboardInterrupt):

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from service import embedded
+from service.cli import embedded_pool
 from service.errors import ConfigError
 from service.settings import FILE_SETTINGS, Settings, load_settings
 
@@ -234,3 +237,20 @@ def test_a_database_url_that_cannot_be_parsed_stops_the_start_without_quoting_it
 )
 def test_database_urls_asyncpg_takes_are_accepted(url: str) -> None:
     assert load_settings({"DATABASE_URL": url}).database_url == url
+
+
+@pytest.mark.parametrize(("cores", "size"), [(1, 3), (2, 5), (4, 9), (64, 10)])
+def test_the_embedded_server_gets_a_pool_of_twice_the_cores_plus_one(cores: int, size: int) -> None:
+    """It shares the machine's cores with the service (issue 18): at most the default of 10."""
+    assert embedded.pool_size(cores) == size
+    assert Settings().db_pool_size == embedded.POOL_MOST
+
+
+def test_the_pool_size_set_or_a_server_elsewhere_keeps_its_pool() -> None:
+    env = {"LOG_FORMAT": "json"}
+    cores = len(os.sched_getaffinity(0))
+    assert embedded_pool(load_settings(env), env).db_pool_size == embedded.pool_size(cores)
+    with_size = {**env, "DB_POOL_SIZE": "7"}
+    assert embedded_pool(load_settings(with_size), with_size).db_pool_size == 7
+    elsewhere = {**env, "DATABASE_URL": "postgresql://u@db/flags"}
+    assert embedded_pool(load_settings(elsewhere), elsewhere).db_pool_size == 10
