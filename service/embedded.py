@@ -26,8 +26,8 @@ def pool_size(cores: int) -> int:
     """The pool's size when DB_POOL_SIZE is unset and the embedded server answers: it shares
     this machine's cores with the service, and backends beyond about two a core only take
     turns on them (PostgreSQL's rule of thumb: twice the cores, plus one). On 2 cores a pool
-    of 5 made 19-39 % more searches a second at concurrency 16 than one of 10 (issue 18,
-    docs/benchmarks.md)."""
+    of 5 made 19-39 % more searches a second at concurrency 16 than one of 10 in two pairs of
+    runs (issue 18, docs/benchmarks.md)."""
     return max(2, min(POOL_MOST, 2 * cores + 1))
 
 
