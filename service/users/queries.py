@@ -82,13 +82,13 @@ FOR UPDATE OF u
 # behavior.md section 5: exact matches, then prefixes, then other substrings; ties by name, then
 # id. public.search_user_ids (sql/0018) finds the ids of the first offset + limit ($2) in one
 # call, with the constants of service/users/handlers/search.py ($3 .. $9); the page is those
-# after the offset ($10), in that order.
-_SEARCH_PAGE = """
+# after the offset ($10), in that order (s.n).
+_SEARCH_FROM = """
 FROM public.search_user_ids($1, $2, $3, $4, $5, $6, $7, $8, $9) AS f (ids)
      CROSS JOIN LATERAL unnest(f.ids[$10 + 1:]) WITH ORDINALITY AS s (id, n)
      JOIN users u ON u.id = s.id
-ORDER BY s.n
 """
+_SEARCH_PAGE = f"{_SEARCH_FROM}ORDER BY s.n\n"
 # The page's rows.
 SEARCH = f"""
 SELECT u.id, u.account_type, u.name, u.username, u.email, u.root_role, u.login_attempts,
@@ -99,14 +99,10 @@ SELECT u.id, u.account_type, u.name, u.username, u.email, u.root_role, u.login_a
 # of arrays (ids and versions in page order, the root roles on the page) rather than a row a
 # person: a page of 100 decoded as 100 records cost the service a fifth of its CPU per search
 # (issue 18; docs/benchmarks.md).
-SEARCH_VERSIONS = """
-SELECT coalesce(array_agg(u.id ORDER BY s.n), '{}') AS ids,
-       coalesce(array_agg(u.xmin::text::bigint ORDER BY s.n), '{}') AS versions,
-       coalesce(array_agg(DISTINCT u.root_role), '{}') AS root_roles
-FROM public.search_user_ids($1, $2, $3, $4, $5, $6, $7, $8, $9) AS f (ids)
-     CROSS JOIN LATERAL unnest(f.ids[$10 + 1:]) WITH ORDINALITY AS s (id, n)
-     JOIN users u ON u.id = s.id
-"""
+SEARCH_VERSIONS = f"""
+SELECT coalesce(array_agg(u.id ORDER BY s.n), '{{}}') AS ids,
+       coalesce(array_agg(u.xmin::text::bigint ORDER BY s.n), '{{}}') AS versions,
+       coalesce(array_agg(DISTINCT u.root_role), '{{}}') AS root_roles{_SEARCH_FROM}"""
 # The rows of the people a page holds that the replica has no record of, at their version.
 USERS_BY_ID = """
 SELECT u.id, u.xmin::text::bigint AS version, u.account_type, u.name, u.username, u.email,
