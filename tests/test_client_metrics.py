@@ -53,10 +53,12 @@ NODE_REGISTER = {
     "yggdrasilVersion": None,
     "specVersion": "5.2.0",
 }
-# This hour (UTC): reports are counted in the hour of their stop, and a flag created after that
-# hour's end would take them for a deleted namesake's. (A run that crosses the hour's end may
-# see its last reports in the next hour.)
-HOUR = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+# The next hour (UTC), the hour of these reports' stops. A report counts in the hour of its
+# stop, and the reporting views give a flag only the hours from the one it was created in on
+# (earlier ones are a deleted namesake's). This module is imported when the run starts and its
+# flags are created minutes later, maybe in the next hour: the next hour is never before
+# their creation's hour, while this hour would be once the run crosses the hour's end.
+HOUR = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
 _H = f"{HOUR:%Y-%m-%dT%H}"
 NODE_METRICS = {
     "appName": "node-app",
@@ -462,9 +464,8 @@ async def test_a_sighting_from_before_the_flag_was_created_is_of_another_flag(
 async def test_counts_and_instances_older_than_the_retention_are_deleted(
     client: Client, app: web.Application, sdk: dict[str, str]
 ) -> None:
-    now = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
     for days in (0, 29, 31, 40):
-        await accepted(client, METRICS, bucket({"a": {"yes": 1}}, now - timedelta(days=days)), sdk)
+        await accepted(client, METRICS, bucket({"a": {"yes": 1}}, HOUR - timedelta(days=days)), sdk)
     await accepted(client, METRICS, bucket({"a": {"yes": 1}}) | {"instanceId": "gone"}, sdk)
     async with app[POOL].acquire() as conn:
         await conn.execute(
@@ -474,7 +475,7 @@ async def test_counts_and_instances_older_than_the_retention_are_deleted(
         await conn.execute("UPDATE telemetry.feature_last_seen SET last_seen_at = '2020-01-01'")
     assert await retention.delete_expired(app[POOL], 30, batch=1) == 3
     hours = [r["hour"] for r in await rows(app)]
-    assert hours == [now - timedelta(days=29), now]
+    assert hours == [HOUR - timedelta(days=29), HOUR]
     instances = await rows(app, "SELECT instance_id FROM reporting.client_instances")
     assert instances == [{"instance_id": "default"}]
     assert len(await rows(app, "SELECT * FROM reporting.flag_last_seen")) == 1  # kept
