@@ -36,6 +36,12 @@ unanswered when wrk stopped). Peak RSS of each server process (Python, resp. Nod
 its PostgreSQL used are sampled per cell. After the cells ours is stopped and `python -m
 service verify` must pass.
 
+The machine is probed too (tests/bench/machine.py): a fixed CPU loop before and after the run,
+and all along one 8 KiB write and fdatasync every 0.1 s in /tmp, where both PostgreSQL servers
+keep their data. The header gives the loop's times and the flushes' median, slowest and number
+over 20 ms; the table gives each cell's slowest flush. A commit waits for such a flush, so a
+disk that stalls shows in the p99 of the writing cells (create, clone, delete) on both sides.
+
 BENCH_SECONDS per cell (default 10), BENCH_ROUNDS rounds (default 1; the table gives the
 median), BENCH_ONLY=health,search-none runs only those operations, BENCH_OURS_ONLY=1 only ours
 (a quick loop while working on one operation; either leaves the docs alone).
@@ -69,6 +75,7 @@ import aiohttp
 import asyncpg
 import psutil
 
+from tests.bench import machine
 from tests.bench.clone import call, make_source
 from tests.bench.create import (
     REFERENCE,
@@ -243,6 +250,7 @@ class Cell:
     peak_rss_mb: float
     server_cpu_pct: float
     postgres_cpu_pct: float
+    slowest_flush_ms: float = 0.0  # the machine's disk, probed during the cell (machine.py)
     pool: int | None = None
     deleted: int | None = None
     unanswered: int | None = None  # delete cells: handed out but no answer when wrk stopped
@@ -695,6 +703,9 @@ class Row:
     def peak(self, server: str) -> float:
         return max(c.peak_rss_mb for c in self.cells[server])
 
+    def slowest_flush(self, server: str) -> float:
+        return max(c.slowest_flush_ms for c in self.cells[server])
+
     @property
     def ok(self) -> bool:
         return all(c.ok for cells in self.cells.values() for c in cells)
@@ -723,10 +734,10 @@ def table(rows: list[Row]) -> str:
     lines = [
         (
             "| operation | c | reference req/s (p99 ms) | ours req/s (p99 ms) | ours / reference "
-            "| peak RSS MB ref / ours | PostgreSQL CPU % ref / ours | status check: answers "
-            "ref / ours |"
+            "| peak RSS MB ref / ours | PostgreSQL CPU % ref / ours | slowest disk flush ms "
+            "ref / ours | status check: answers ref / ours |"
         ),
-        "|---|---:|---:|---:|---:|---:|---:|---|",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for row in rows:
         sides = [s for s in SIDES if s in row.cells]
@@ -738,11 +749,12 @@ def table(rows: list[Row]) -> str:
         cpu = " / ".join(
             f"{row.median(s, 'postgres_cpu_pct'):.0f}" if s in rate else "-" for s in SIDES
         )
+        flush = " / ".join(f"{row.slowest_flush(s):,.0f}" if s in rate else "-" for s in SIDES)
         check = "ok" if row.ok else "**FAIL**"
         counts = " / ".join(row.counts(s) if s in rate else "-" for s in SIDES)
         lines.append(
             f"| {row.operation} | {row.concurrency} | {cells[0]} | {cells[1]} | {ratio} "
-            f"| {rss} | {cpu} | {check}: {counts} |"
+            f"| {rss} | {cpu} | {flush} | {check}: {counts} |"
         )
     return "\n".join(lines)
 
@@ -852,7 +864,11 @@ def stop_reference() -> None:
 
 
 def measure(
-    sides: list[Side], operations: list[Operation], seconds: int, rounds: int
+    sides: list[Side],
+    operations: list[Operation],
+    seconds: int,
+    rounds: int,
+    probe: machine.FlushProbe,
 ) -> list[Cell]:
     cells = []
     for round_ in range(rounds):
@@ -861,18 +877,26 @@ def measure(
             for concurrency in CONCURRENCY:
                 for side in order:
                     with paused([s for s in sides if s is not side]):
+                        started = time.monotonic()
                         cell = run_cell(side, op, concurrency, seconds, round_)
+                        cell.slowest_flush_ms = probe.between(started, time.monotonic()).max_ms
                     cells.append(cell)
                     log(
                         f"round {round_} {op.name} c{concurrency} {side.name}: "
                         f"{cell.requests_per_s:,.0f}/s p99 {cell.p99_ms:.1f} ms "
                         f"{cell.statuses} {'ok' if cell.ok else 'FAIL ' + '; '.join(cell.problems)}"
+                        f" (slowest disk flush {cell.slowest_flush_ms:,.0f} ms)"
                     )
     return cells
 
 
 def serve_and_measure(
-    operations: list[Operation], seconds: int, rounds: int, *, reference_too: bool = True
+    operations: list[Operation],
+    seconds: int,
+    rounds: int,
+    probe: machine.FlushProbe,
+    *,
+    reference_too: bool = True,
 ) -> tuple[list[Cell], bool]:
     """Both servers up (ours alone without `reference_too`), the data set in both, the cells;
     both stopped whatever happens. Returns the cells and whether `verify` passed on ours."""
@@ -922,7 +946,7 @@ def serve_and_measure(
                 f"data set loaded on {' and '.join(s.name for s in sides)} after "
                 f"{time.monotonic() - started:.0f} s"
             )
-            cells = measure(sides, operations, seconds, rounds)
+            cells = measure(sides, operations, seconds, rounds, probe)
             for side in sides:
                 check_data_set(side)
     except VerifyFailedError as exc:
@@ -940,6 +964,8 @@ def report(  # noqa: PLR0917 - the run's facts, each explicit
     elapsed: float,
     *,
     load: float,
+    cpu_loop: tuple[float, float],
+    flushes: machine.Flushes,
     verify_ok: bool,
     full: bool,
 ) -> list[str]:
@@ -953,7 +979,9 @@ def report(  # noqa: PLR0917 - the run's facts, each explicit
         f"{' (medians; peak RSS the highest)' if rounds > 1 else ''}, "
         f"{elapsed / 60:.1f} minutes in all, the 1-minute load average {load:.2f} before it; "
         f"`verify` on ours {'OK' if verify_ok else '**FAILED**'}; "
-        f"{'every status check passed' if not problems else '**some checks failed**'}."
+        f"{'every status check passed' if not problems else '**some checks failed**'}. "
+        f"The machine (tests/bench/machine.py): a fixed CPU loop took {cpu_loop[0]:.2f} s "
+        f"before and {cpu_loop[1]:.2f} s after; during the run, {flushes.text()}."
     )
     text = table(rows)
     print(header)
@@ -970,6 +998,8 @@ def report(  # noqa: PLR0917 - the run's facts, each explicit
         "rounds": rounds,
         "elapsed_s": round(elapsed, 1),
         "load_before": load,
+        "cpu_loop_s": list(cpu_loop),
+        "flushes": asdict(flushes),
         "operations": [o.name for o in operations],
         "searches": SEARCHES,
         "verify_ok": verify_ok,
@@ -1014,10 +1044,20 @@ def main() -> int:
     for interrupt in (signal.SIGTERM, signal.SIGHUP):  # unwind like Ctrl-C: both servers stop
         signal.signal(interrupt, _terminate)
     load = os.getloadavg()[0]  # other work on the machine shows in every cell
+    cpu_before = machine.cpu_loop_seconds()
+    # /tmp: where both servers' PostgreSQL keep their data (serving_ours, UNLEASH_REF_DIR)
+    probe = machine.FlushProbe(Path(tempfile.gettempdir()))
     started = time.monotonic()
     stamp = datetime.now(UTC)
-    cells, verify_ok = serve_and_measure(operations, seconds, rounds, reference_too=reference_too)
+    probe.start()
+    try:
+        cells, verify_ok = serve_and_measure(
+            operations, seconds, rounds, probe, reference_too=reference_too
+        )
+    finally:
+        probe.stop()
     elapsed = time.monotonic() - started
+    cpu_after = machine.cpu_loop_seconds()
     problems = report(
         cells,
         operations,
@@ -1026,6 +1066,8 @@ def main() -> int:
         stamp,
         elapsed,
         load=load,
+        cpu_loop=(cpu_before, cpu_after),
+        flushes=probe.between(),
         verify_ok=verify_ok,
         full=not only and reference_too,
     )

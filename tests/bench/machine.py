@@ -1,0 +1,112 @@
+"""How the machine itself behaves while a benchmark runs: a fixed CPU loop's time, and the
+disk's flush latency sampled in the background (`tests.bench.compare` prints both).
+
+A commit waits for its WAL to reach the disk (fdatasync), so a disk that now and then takes
+hundreds of milliseconds to flush puts those milliseconds into the p99 of every operation that
+writes, on any server; a CPU that is slower than usual (a virtual machine on a shared host)
+lowers every cell. Neither shows in a table of requests a second; these two numbers do.
+
+`python -m tests.bench.machine [SECONDS]` prints the probe alone (5 s by default).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+CPU_LOOP = 3 * 10**7  # sum(range(CPU_LOOP)): about 0.4 s on this project's machine
+FLUSH_INTERVAL_S = 0.1  # one flush every 0.1 s: no load worth the name on the disk
+FLUSH_BYTES = 8192  # one PostgreSQL page
+STALL_MS = 20.0  # a flush slower than this is counted as a stall
+
+
+def cpu_loop_seconds(repeat: int = 3) -> float:
+    """The median time of a fixed pure-Python loop: lower is a faster CPU right now."""
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        sum(range(CPU_LOOP))
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+@dataclass(frozen=True)
+class Flushes:
+    """Flush latencies (ms) of a span of time."""
+
+    count: int
+    median_ms: float
+    max_ms: float
+    stalls: int  # over STALL_MS
+
+    def text(self) -> str:
+        if not self.count:
+            return "no disk flush sampled"
+        return (
+            f"{self.count:,} disk flushes sampled (one 8 KiB write and fdatasync every "
+            f"{FLUSH_INTERVAL_S:g} s): median {self.median_ms:.1f} ms, slowest "
+            f"{self.max_ms:,.0f} ms, {self.stalls} over {STALL_MS:.0f} ms"
+        )
+
+
+class FlushProbe(threading.Thread):
+    """Writes one page to a file of its own in `directory` and flushes it every
+    FLUSH_INTERVAL_S until stopped, remembering when each flush started and how long it took."""
+
+    def __init__(self, directory: Path) -> None:
+        super().__init__(name="flush-probe", daemon=True)
+        self._directory = directory
+        self._stop_event = threading.Event()
+        self._samples: list[tuple[float, float]] = []  # (monotonic start, ms)
+        self._lock = threading.Lock()
+
+    def run(self) -> None:
+        fd, name = tempfile.mkstemp(prefix="flush-probe-", dir=self._directory)
+        page = b"\0" * FLUSH_BYTES
+        try:
+            while not self._stop_event.is_set():
+                started = time.monotonic()
+                os.pwrite(fd, page, 0)
+                os.fdatasync(fd)
+                took = (time.monotonic() - started) * 1000
+                with self._lock:
+                    self._samples.append((started, took))
+                self._stop_event.wait(FLUSH_INTERVAL_S)
+        finally:
+            os.close(fd)
+            Path(name).unlink(missing_ok=True)
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join()
+
+    def between(self, start: float = float("-inf"), end: float = float("inf")) -> Flushes:
+        """The flushes that started from `start` to `end` (time.monotonic())."""
+        with self._lock:
+            took = sorted(ms for at, ms in self._samples if start <= at <= end)
+        if not took:
+            return Flushes(0, 0.0, 0.0, 0)
+        return Flushes(
+            len(took), statistics.median(took), took[-1], sum(ms > STALL_MS for ms in took)
+        )
+
+
+def main() -> int:
+    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 5.0
+    print(f"a fixed CPU loop: {cpu_loop_seconds():.2f} s (median of 3)")
+    probe = FlushProbe(Path.cwd())
+    probe.start()
+    time.sleep(seconds)
+    probe.stop()
+    print(probe.between().text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
