@@ -39,8 +39,11 @@ service verify` must pass.
 The machine is probed too (tests/bench/machine.py): a fixed CPU loop before and after the run,
 and all along one 8 KiB write and fdatasync every 0.1 s in /tmp, where both PostgreSQL servers
 keep their data. The header gives the loop's times and the flushes' median, slowest and number
-over 20 ms; the table gives each cell's slowest flush. A commit waits for such a flush, so a
-disk that stalls shows in the p99 of the writing cells (create, clone, delete) on both sides.
+over 20 ms; the table gives, for each cell, the slowest flush during any part of its wrk run
+(not the delete pool's making or clearing around it); the JSON has each cell's wrk run in
+seconds since the benchmark started. A commit waits for such a flush, so a disk that stalls
+shows in the p99 of the writing cells (create, clone, delete) on both sides. A probe that
+failed says so in the header, and the column shows "-".
 
 BENCH_SECONDS per cell (default 10), BENCH_ROUNDS rounds (default 1; the table gives the
 median), BENCH_ONLY=health,search-none runs only those operations, BENCH_OURS_ONLY=1 only ours
@@ -96,6 +99,7 @@ if TYPE_CHECKING:
     from types import FrameType
 
 OUT_DIR = ROOT / "tests" / "bench" / "out"
+STARTED = time.monotonic()  # cells' wrk times are seconds since this (Cell.wrk_from_s)
 DOC = ROOT / "docs" / "benchmarks.md"
 PLOT = ROOT / "docs" / "bench-compare.png"
 START_MARK = "<!-- bench-compare:start -->"
@@ -250,7 +254,11 @@ class Cell:
     peak_rss_mb: float
     server_cpu_pct: float
     postgres_cpu_pct: float
-    slowest_flush_ms: float = 0.0  # the machine's disk, probed during the cell (machine.py)
+    # wrk's run, in seconds since the benchmark started, and the slowest disk flush during any
+    # part of it (machine.py; None when the probe failed)
+    wrk_from_s: float = 0.0
+    wrk_to_s: float = 0.0
+    slowest_flush_ms: float | None = None
     pool: int | None = None
     deleted: int | None = None
     unanswered: int | None = None  # delete cells: handed out but no answer when wrk stopped
@@ -590,6 +598,7 @@ def run_cell(side: Side, op: Operation, concurrency: int, seconds: int, round_: 
     rss.start()
     server_cpu.start()
     postgres_cpu.start()
+    wrk_from = time.monotonic() - STARTED
     try:
         out = subprocess.run(
             [*args, side.base + path], check=True, capture_output=True, text=True
@@ -598,7 +607,9 @@ def run_cell(side: Side, op: Operation, concurrency: int, seconds: int, round_: 
         rss.stop.set()
         rss.join()
         Path(script.name).unlink()
+    wrk_to = time.monotonic() - STARTED
     cell = parse_cell(out, side, op, concurrency, round_)
+    cell.wrk_from_s, cell.wrk_to_s = round(wrk_from, 3), round(wrk_to, 3)
     cell.peak_rss_mb = round(rss.peak / 2**20, 1)
     cell.server_cpu_pct = server_cpu.stop()
     cell.postgres_cpu_pct = postgres_cpu.stop()
@@ -703,8 +714,9 @@ class Row:
     def peak(self, server: str) -> float:
         return max(c.peak_rss_mb for c in self.cells[server])
 
-    def slowest_flush(self, server: str) -> float:
-        return max(c.slowest_flush_ms for c in self.cells[server])
+    def slowest_flush(self, server: str) -> str:
+        known = [c.slowest_flush_ms for c in self.cells[server] if c.slowest_flush_ms is not None]
+        return f"{max(known):,.0f}" if known else "-"
 
     @property
     def ok(self) -> bool:
@@ -749,7 +761,7 @@ def table(rows: list[Row]) -> str:
         cpu = " / ".join(
             f"{row.median(s, 'postgres_cpu_pct'):.0f}" if s in rate else "-" for s in SIDES
         )
-        flush = " / ".join(f"{row.slowest_flush(s):,.0f}" if s in rate else "-" for s in SIDES)
+        flush = " / ".join(row.slowest_flush(s) if s in rate else "-" for s in SIDES)
         check = "ok" if row.ok else "**FAIL**"
         counts = " / ".join(row.counts(s) if s in rate else "-" for s in SIDES)
         lines.append(
@@ -877,15 +889,14 @@ def measure(
             for concurrency in CONCURRENCY:
                 for side in order:
                     with paused([s for s in sides if s is not side]):
-                        started = time.monotonic()
                         cell = run_cell(side, op, concurrency, seconds, round_)
-                        cell.slowest_flush_ms = probe.between(started, time.monotonic()).max_ms
                     cells.append(cell)
+                    flushes = probe.between(STARTED + cell.wrk_from_s, STARTED + cell.wrk_to_s)
                     log(
                         f"round {round_} {op.name} c{concurrency} {side.name}: "
                         f"{cell.requests_per_s:,.0f}/s p99 {cell.p99_ms:.1f} ms "
                         f"{cell.statuses} {'ok' if cell.ok else 'FAIL ' + '; '.join(cell.problems)}"
-                        f" (slowest disk flush {cell.slowest_flush_ms:,.0f} ms)"
+                        f" (slowest disk flush so far {flushes.max_ms:,.0f} ms)"
                     )
     return cells
 
@@ -964,8 +975,9 @@ def report(  # noqa: PLR0917 - the run's facts, each explicit
     elapsed: float,
     *,
     load: float,
+    revision: str,
     cpu_loop: tuple[float, float],
-    flushes: machine.Flushes,
+    flushes: machine.Flushes | str,
     verify_ok: bool,
     full: bool,
 ) -> list[str]:
@@ -974,14 +986,20 @@ def report(  # noqa: PLR0917 - the run's facts, each explicit
     rows = rows_of(cells)
     problems = problems_text(cells) + ([] if verify_ok else ["verify failed on ours"])
     header = (
-        f"Run of {stamp:%Y-%m-%d %H:%M} UTC, commit {commit()}, {seconds} s per cell, "
+        f"Run of {stamp:%Y-%m-%d %H:%M} UTC, commit {revision}, {seconds} s per cell, "
         f"{rounds} round{'s' if rounds > 1 else ''}"
         f"{' (medians; peak RSS the highest)' if rounds > 1 else ''}, "
         f"{elapsed / 60:.1f} minutes in all, the 1-minute load average {load:.2f} before it; "
         f"`verify` on ours {'OK' if verify_ok else '**FAILED**'}; "
         f"{'every status check passed' if not problems else '**some checks failed**'}. "
         f"The machine (tests/bench/machine.py): a fixed CPU loop took {cpu_loop[0]:.2f} s "
-        f"before and {cpu_loop[1]:.2f} s after; during the run, {flushes.text()}."
+        f"before and {cpu_loop[1]:.2f} s after; during the run, "
+        + (
+            flushes.text()
+            if isinstance(flushes, machine.Flushes)
+            else f"the disk probe failed ({flushes}): no flush figures"
+        )
+        + "."
     )
     text = table(rows)
     print(header)
@@ -993,13 +1011,13 @@ def report(  # noqa: PLR0917 - the run's facts, each explicit
     out = OUT_DIR / f"compare-{stamp:%Y%m%dT%H%M%SZ}.json"
     result = {
         "started": stamp.isoformat(),
-        "commit": commit(),
+        "commit": revision,
         "seconds": seconds,
         "rounds": rounds,
         "elapsed_s": round(elapsed, 1),
         "load_before": load,
         "cpu_loop_s": list(cpu_loop),
-        "flushes": asdict(flushes),
+        "flushes": asdict(flushes) if isinstance(flushes, machine.Flushes) else flushes,
         "operations": [o.name for o in operations],
         "searches": SEARCHES,
         "verify_ok": verify_ok,
@@ -1044,6 +1062,7 @@ def main() -> int:
     for interrupt in (signal.SIGTERM, signal.SIGHUP):  # unwind like Ctrl-C: both servers stop
         signal.signal(interrupt, _terminate)
     load = os.getloadavg()[0]  # other work on the machine shows in every cell
+    revision = commit()  # the code measured: as it is when the run starts
     cpu_before = machine.cpu_loop_seconds()
     # /tmp: where both servers' PostgreSQL keep their data (serving_ours, UNLEASH_REF_DIR)
     probe = machine.FlushProbe(Path(tempfile.gettempdir()))
@@ -1058,6 +1077,11 @@ def main() -> int:
         probe.stop()
     elapsed = time.monotonic() - started
     cpu_after = machine.cpu_loop_seconds()
+    if probe.error is None:  # now that no flush is in progress: each cell's slowest
+        for cell in cells:
+            window = (STARTED + cell.wrk_from_s, STARTED + cell.wrk_to_s)
+            flushes = probe.between(*window)
+            cell.slowest_flush_ms = round(flushes.max_ms, 1) if flushes.count else None
     problems = report(
         cells,
         operations,
@@ -1066,8 +1090,9 @@ def main() -> int:
         stamp,
         elapsed,
         load=load,
+        revision=revision,
         cpu_loop=(cpu_before, cpu_after),
-        flushes=probe.between(),
+        flushes=probe.between() if probe.error is None else probe.error,
         verify_ok=verify_ok,
         full=not only and reference_too,
     )
