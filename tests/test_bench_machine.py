@@ -3,11 +3,16 @@ and how the benchmark gives each cell its slowest flush."""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tests.bench import machine
 from tests.bench.compare import Cell, Row
+
+if TYPE_CHECKING:
+    import pytest
 
 SAMPLES = [(10.0, 0.4), (10.1, 0.5), (10.2, 850.0), (11.1, 0.3), (11.2, 25.0)]  # (start, ms)
 
@@ -54,6 +59,32 @@ def test_a_probe_that_cannot_write_says_why_and_samples_nothing(tmp_path: Path) 
     assert probe.error.startswith("FileNotFoundError")
     assert probe.between() == machine.Flushes(0, 0.0, 0.0, 0)
     assert probe.between().text() == "no disk flush sampled"
+
+
+def test_a_probe_whose_disk_fails_keeps_what_it_sampled_and_nothing_more(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A flush that raised is not one still waiting: no phantom stall grows after it."""
+    real = os.fdatasync
+    calls = []
+
+    def failing_after_two(fd: int) -> None:
+        calls.append(fd)
+        if len(calls) > 2:
+            raise OSError(5, "Input/output error")
+        real(fd)
+
+    monkeypatch.setattr(os, "fdatasync", failing_after_two)
+    probe = machine.FlushProbe(tmp_path)
+    probe.start()
+    probe.join(timeout=5)
+    assert probe.error == "OSError: [Errno 5] Input/output error"
+    first = probe.between()
+    time.sleep(0.3)
+    assert probe.between() == first
+    assert first.count == 2
+    assert first.max_ms < 300
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_the_text_gives_the_median_the_slowest_and_the_stalls() -> None:

@@ -41,9 +41,9 @@ and all along one 8 KiB write and fdatasync every 0.1 s in /tmp, where both Post
 keep their data. The header gives the loop's times and the flushes' median, slowest and number
 over 20 ms; the table gives, for each cell, the slowest flush during any part of its wrk run
 (not the delete pool's making or clearing around it); the JSON has each cell's wrk run in
-seconds since the benchmark started. A commit waits for such a flush, so a disk that stalls
-shows in the p99 of the writing cells (create, clone, delete) on both sides. A probe that
-failed says so in the header, and the column shows "-".
+seconds since `clock_zero`, when the benchmark loaded. A commit waits for such a flush, so a
+disk that stalls shows in the p99 of the writing cells (create, clone, delete) on both sides.
+A probe that failed says so in the header; the column shows "-" where no flush was sampled.
 
 BENCH_SECONDS per cell (default 10), BENCH_ROUNDS rounds (default 1; the table gives the
 median), BENCH_ONLY=health,search-none runs only those operations, BENCH_OURS_ONLY=1 only ours
@@ -99,7 +99,10 @@ if TYPE_CHECKING:
     from types import FrameType
 
 OUT_DIR = ROOT / "tests" / "bench" / "out"
-STARTED = time.monotonic()  # cells' wrk times are seconds since this (Cell.wrk_from_s)
+# The zero of the cells' wrk times (Cell.wrk_from_s): when this module was loaded, a second
+# or two before the run's `started` (the JSON gives both, `clock_zero` for this one).
+STARTED = time.monotonic()
+STARTED_AT = datetime.now(UTC)
 DOC = ROOT / "docs" / "benchmarks.md"
 PLOT = ROOT / "docs" / "bench-compare.png"
 START_MARK = "<!-- bench-compare:start -->"
@@ -1011,6 +1014,7 @@ def report(  # noqa: PLR0917 - the run's facts, each explicit
     out = OUT_DIR / f"compare-{stamp:%Y%m%dT%H%M%SZ}.json"
     result = {
         "started": stamp.isoformat(),
+        "clock_zero": STARTED_AT.isoformat(),  # what the cells' wrk_from_s / wrk_to_s count from
         "commit": revision,
         "seconds": seconds,
         "rounds": rounds,

@@ -98,9 +98,9 @@ class FlushProbe(threading.Thread):
         except OSError as exc:
             self.error = f"{type(exc).__name__}: {exc}"
             return
-        Path(name).unlink()
         page = b"\0" * FLUSH_BYTES
         try:
+            Path(name).unlink()
             while not self._stop_event.is_set():
                 started = time.monotonic()
                 with self._lock:
@@ -115,6 +115,8 @@ class FlushProbe(threading.Thread):
         except OSError as exc:
             self.error = f"{type(exc).__name__}: {exc}"
         finally:
+            with self._lock:
+                self._flushing_since = None  # a failed flush is not one still waiting
             os.close(fd)
 
     def stop(self) -> None:
@@ -124,8 +126,8 @@ class FlushProbe(threading.Thread):
     def between(self, start: float = float("-inf"), end: float = float("inf")) -> Flushes:
         """The flushes during any part of [start, end] (time.monotonic(); `flushes_between`),
         a flush still waiting now counted with the time it has waited so far."""
-        now = time.monotonic()
         with self._lock:
+            now = time.monotonic()
             samples = list(self._samples)
             if self._flushing_since is not None:
                 samples.append((self._flushing_since, (now - self._flushing_since) * 1000))
@@ -135,17 +137,20 @@ class FlushProbe(threading.Thread):
 def main() -> int:
     seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 5.0
     signal.signal(signal.SIGTERM, _interrupt)
-    print(f"a fixed CPU loop: {cpu_loop_seconds():.2f} s (median of 3)")
     probe = FlushProbe(Path(tempfile.gettempdir()))
-    probe.start()
+    interrupted = False
     try:
+        print(f"a fixed CPU loop: {cpu_loop_seconds():.2f} s (median of 3)")
+        probe.start()
         time.sleep(seconds)
-    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: what was sampled so far
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: what was sampled so far, and exit 130
+        interrupted = True
         print("interrupted", file=sys.stderr)
     finally:
-        probe.stop()
+        if probe.is_alive():
+            probe.stop()
     print(probe.between().text() if probe.error is None else f"the probe failed: {probe.error}")
-    return 0 if probe.error is None else 1
+    return 130 if interrupted else 0 if probe.error is None else 1
 
 
 def _interrupt(_signum: int, _frame: FrameType | None) -> None:
