@@ -257,8 +257,8 @@ class Cell:
     peak_rss_mb: float
     server_cpu_pct: float
     postgres_cpu_pct: float
-    # wrk's run, in seconds since the benchmark started, and the slowest disk flush during any
-    # part of it (machine.py; None when the probe failed)
+    # wrk's run, in seconds since STARTED (the JSON's clock_zero), and the slowest disk flush
+    # during any part of it (machine.py; None when none was sampled)
     wrk_from_s: float = 0.0
     wrk_to_s: float = 0.0
     slowest_flush_ms: float | None = None
@@ -271,6 +271,11 @@ class Cell:
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    @property
+    def wrk_window(self) -> tuple[float, float]:
+        """wrk's run in time.monotonic(), as machine.FlushProbe.between takes it."""
+        return STARTED + self.wrk_from_s, STARTED + self.wrk_to_s
 
 
 class CpuMeter:
@@ -894,7 +899,7 @@ def measure(
                     with paused([s for s in sides if s is not side]):
                         cell = run_cell(side, op, concurrency, seconds, round_)
                     cells.append(cell)
-                    flushes = probe.between(STARTED + cell.wrk_from_s, STARTED + cell.wrk_to_s)
+                    flushes = probe.between(*cell.wrk_window)
                     log(
                         f"round {round_} {op.name} c{concurrency} {side.name}: "
                         f"{cell.requests_per_s:,.0f}/s p99 {cell.p99_ms:.1f} ms "
@@ -1083,8 +1088,7 @@ def main() -> int:
     cpu_after = machine.cpu_loop_seconds()
     if probe.error is None:  # now that no flush is in progress: each cell's slowest
         for cell in cells:
-            window = (STARTED + cell.wrk_from_s, STARTED + cell.wrk_to_s)
-            flushes = probe.between(*window)
+            flushes = probe.between(*cell.wrk_window)
             cell.slowest_flush_ms = round(flushes.max_ms, 1) if flushes.count else None
     problems = report(
         cells,
