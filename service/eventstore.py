@@ -53,10 +53,20 @@ class PartialDuplicate(Conflict):
 
 
 class Pending(NamedTuple):
-    """An append's global section, left for its transaction's COMMIT (`commit`)."""
+    """An append's global section, left for its transaction's COMMIT (`commit`): one stream's
+    events, stored as they will be (data and metadata as JSON text, values sealed)."""
 
-    statement: str  # the call of eventstore_append, its arguments as literals
-    last_event_id: uuid.UUID
+    stream: tuple[str, str]
+    first_version: int
+    event_ids: Sequence[uuid.UUID]
+    types: Sequence[str]
+    schema_versions: Sequence[int]
+    data: Sequence[str]
+    metadata: str
+
+    @property
+    def last_event_id(self) -> uuid.UUID:
+        return self.event_ids[-1]
 
 
 INSERT_STREAM = """
@@ -80,11 +90,13 @@ APPEND = """
 SELECT out_position, out_recorded_at
 FROM eventstore_append($1, $2, $3, $4, $5, $6, $7, $8, $9)
 """
-# The same at COMMIT (store.transaction): the arguments as literals (`_call`), since the calls
-# and the COMMIT go as one simple-protocol message. The time argument is ignored there.
-APPEND_CALL = (
-    "SELECT eventstore_append({}, {}, {}, {}::uuid[], {}::text[], {}::integer[], {}::jsonb[], "
-    "{}::jsonb, NULL)"
+# A transaction's appends at its COMMIT (store.transaction): every stream's global section in
+# one call (sql/0019: the head locked once, the events inserted in one statement), its
+# arguments as literals (`append_streams_call`), since the call and the COMMIT go as one
+# simple-protocol message.
+APPEND_STREAMS_CALL = (
+    "SELECT eventstore_append_streams({}::text[], {}::text[], {}::integer[], {}::integer[], "
+    "{}::jsonb[], {}::uuid[], {}::text[], {}::integer[], {}::jsonb[])"
 )
 APPENDED_AT = "SELECT event_id, position FROM events WHERE event_id = ANY($1::uuid[])"
 SELECT_BY_EVENT_IDS = """
@@ -156,8 +168,7 @@ async def append(  # noqa: PLR0913 - the envelope has this many parts
     types = [e.type_name() for e in events]
     versions = [e.schema_version for e in events]
     if pending is not None:
-        call = _call(stream, first, ids, types, versions, data, stored_metadata)
-        pending.append(Pending(call, ids[-1]))
+        pending.append(Pending(stream, first, ids, types, versions, data, stored_metadata))
         return records
     recorded_at = records[0].recorded_at
     args = (stream[0], stream[1], first, ids, types, versions, data, stored_metadata, recorded_at)
@@ -228,8 +239,8 @@ async def append_new(
     for s in streams:
         persons |= _persons(s.events, s.metadata)
     keys = await _keys(conn, persons, erased)
-    for s, i in zip(streams, ids, strict=True):
-        call = _call(
+    pending.extend(
+        Pending(
             s.stream,
             1,
             i,
@@ -238,7 +249,8 @@ async def append_new(
             [encode_stored(e, keys) for e in s.events],
             encode_stored(s.metadata, keys),
         )
-        pending.append(Pending(call, i[-1]))
+        for s, i in zip(streams, ids, strict=True)
+    )
     return records
 
 
@@ -278,13 +290,14 @@ async def _global_section(conn: Conn, args: tuple[object, ...]) -> list[asyncpg.
 async def commit(
     conn: Conn, pending: Sequence[Pending], *, positions: bool = True
 ) -> dict[uuid.UUID, int]:
-    """The global sections of a transaction's appends and its COMMIT, sent as one message: the
-    head lock is then held for the appends and the commit alone. (Sent one after the other,
-    the lock would also be held while the COMMIT waits its turn in a busy event loop: measured
-    at 1.8 ms a transaction with 16 concurrent deletes, a ceiling of about 500 a second.)
-    The positions of the given last event ids, read once committed (with `positions`)."""
+    """The global sections of a transaction's appends, in one call, and its COMMIT, sent as one
+    message: the head lock is then held for the appends and the commit alone. (Sent one after
+    the other, the lock would also be held while the COMMIT waits its turn in a busy event
+    loop: measured at 1.8 ms a transaction with 16 concurrent deletes, a ceiling of about 500 a
+    second.) The positions of the given last event ids, read once committed (with
+    `positions`)."""
     try:
-        await conn.execute("; ".join([*(p.statement for p in pending), "COMMIT"]))
+        await conn.execute(f"{append_streams_call(pending)}; COMMIT" if pending else "COMMIT")
     except asyncpg.UniqueViolationError as exc:
         if exc.constraint_name != "events_event_id_key":
             raise
@@ -307,25 +320,28 @@ def _array(values: Sequence[str]) -> str:
     return "ARRAY[" + ", ".join(literal(v) for v in values) + "]"
 
 
-def _call(  # noqa: PLR0913, PLR0917 - eventstore_append's arguments
-    stream: tuple[str, str],
-    first: int,
-    ids: Sequence[uuid.UUID],
-    types: Sequence[str],
-    versions: Sequence[int],
-    data: Sequence[str],
-    metadata: str,
-) -> str:
-    return APPEND_CALL.format(
-        literal(stream[0]),
-        literal(stream[1]),
-        int(first),
-        _array([str(i) for i in ids]),
-        _array(types),
-        "ARRAY[" + ", ".join(str(int(v)) for v in versions) + "]",
-        _array(data),
-        literal(metadata),
+def append_streams_call(pending: Sequence[Pending]) -> str:
+    """The call of eventstore_append_streams for these appends, in order."""
+    events = [
+        (event_id, p.types[i], p.schema_versions[i], p.data[i])
+        for p in pending
+        for i, event_id in enumerate(p.event_ids)
+    ]
+    return APPEND_STREAMS_CALL.format(
+        _array([p.stream[0] for p in pending]),
+        _array([p.stream[1] for p in pending]),
+        _integers([p.first_version for p in pending]),
+        _integers([len(p.event_ids) for p in pending]),
+        _array([p.metadata for p in pending]),
+        _array([str(e[0]) for e in events]),
+        _array([e[1] for e in events]),
+        _integers([e[2] for e in events]),
+        _array([e[3] for e in events]),
     )
+
+
+def _integers(values: Sequence[int]) -> str:
+    return "ARRAY[" + ", ".join(str(int(v)) for v in values) + "]"
 
 
 async def _stored(
@@ -647,7 +663,7 @@ async def inconsistent_streams(conn: Conn, limit: int = 20) -> list[StreamMismat
 
 
 # Events whose derived columns (filled by the append since 0016, generated before) differ from
-# what their functions give: none, in a log that only eventstore_append wrote.
+# what their functions give: none, in a log that only the append functions wrote.
 UNDERIVED = """
 SELECT position FROM events
 WHERE kind IS DISTINCT FROM event_kind(type, data)

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from service import connections, eventstore, store
-from service.codec import decode_metadata
+from service.codec import decode_metadata, encode_stored
 from service.eventstore import WrongExpectedVersion
 from tests.factories import TEST_ACTOR, append, noted
 
@@ -280,3 +280,122 @@ async def test_a_transaction_commits_its_appends_with_the_commit_and_reports_pos
     assert await any_conn.fetchval("SELECT count(*) FROM events") == 3
     assert not any_conn.is_in_transaction()
     assert len(reported) == 2
+
+
+# One stream of a transaction's appends: its type, its first version, its events' notes.
+_streams = st.lists(
+    st.tuples(
+        st.sampled_from(["test", "feature", "user-batch"]),
+        st.integers(min_value=1, max_value=3),
+        st.lists(
+            st.text(st.characters(exclude_characters="\x00", exclude_categories=["Cs"])),
+            min_size=1,
+            max_size=4,
+        ),
+        st.booleans(),
+    ),
+    min_size=1,
+    max_size=6,
+)
+_ROW = """
+SELECT position, stream_type, stream_key, stream_version, event_id, type, schema_version,
+       data, metadata, recorded_at, prev_hash, hash, kind, project, actor_user_id,
+       event_canonical(position, stream_type, stream_key, stream_version, event_id, type,
+                       schema_version, data, metadata, recorded_at) AS canonical
+FROM events WHERE position > $1 ORDER BY position
+"""
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(streams=_streams)
+async def test_one_call_writes_what_the_calls_one_after_another_wrote(
+    any_conn: Conn, streams: list[tuple[str, int, list[str], bool]]
+) -> None:
+    """sql/0019: a transaction's global sections in one call (eventstore_append_streams, as
+    `commit` sends it) write the rows that eventstore_append, called once a stream, wrote: the
+    same positions, streams, versions, ids, data, metadata and derived columns, one hash chain
+    on from the head, each stream's time taken in its turn and never going back; the head and
+    its hash moved to the last event."""
+    user = TEST_ACTOR.__class__(
+        actor_id="user:7", actor_name="Ann", actor_kind="user", request_id="req-7"
+    )
+    pending = [
+        eventstore.Pending(
+            (stream_type, uuid.uuid4().hex),
+            first,
+            [uuid.uuid4() for _ in notes],
+            [noted().type_name()] * len(notes),
+            [noted().schema_version] * len(notes),
+            [encode_stored(noted(i, note), {}) for i, note in enumerate(notes)],
+            encode_stored(user if by_user else TEST_ACTOR, {}),
+        )
+        for stream_type, first, notes, by_user in streams
+    ]
+    async with any_conn.transaction():
+        head = await any_conn.fetchrow(  # a new log's time: -infinity
+            "SELECT position, hash, greatest(recorded_at, 'epoch') AS recorded_at FROM log_head"
+        )
+        assert head is not None
+        one_by_one = any_conn.transaction()
+        await one_by_one.start()
+        for p in pending:
+            await any_conn.fetch(
+                eventstore.APPEND,
+                *p.stream,
+                p.first_version,
+                list(p.event_ids),
+                list(p.types),
+                list(p.schema_versions),
+                list(p.data),
+                p.metadata,
+                None,
+            )
+        before = await any_conn.fetch(_ROW, head["position"])
+        await one_by_one.rollback()
+        await any_conn.execute(eventstore.append_streams_call(pending))  # what commit sends
+        after = await any_conn.fetch(_ROW, head["position"])
+        moved = await any_conn.fetchrow("SELECT position, hash, recorded_at FROM log_head")
+
+    timeless = ("recorded_at", "prev_hash", "hash", "canonical")
+    assert len(after) == sum(len(p.event_ids) for p in pending)
+    assert [{k: v for k, v in r.items() if k not in timeless} for r in after] == [
+        {k: v for k, v in r.items() if k not in timeless} for r in before
+    ]
+    previous, time = bytes(head["hash"]), head["recorded_at"]
+    for row in after:
+        assert bytes(row["prev_hash"]) == previous
+        assert bytes(row["hash"]) == hashlib.sha256(previous + row["canonical"].encode()).digest()
+        assert row["recorded_at"] >= time
+        previous, time = bytes(row["hash"]), row["recorded_at"]
+    by_stream: dict[str, set[object]] = {}
+    for row in after:
+        by_stream.setdefault(row["stream_key"], set()).add(row["recorded_at"])
+    assert all(len(times) == 1 for times in by_stream.values())
+    assert moved is not None
+    assert (moved["position"], bytes(moved["hash"]), moved["recorded_at"]) == (
+        after[-1]["position"],
+        previous,
+        time,
+    )
+
+
+async def test_one_call_refuses_arrays_that_do_not_match_the_counts(any_conn: Conn) -> None:
+    call = (
+        "SELECT eventstore_append_streams(ARRAY['test'], ARRAY['k'], ARRAY[1], ARRAY[{}], "
+        "ARRAY['{{}}']::jsonb[], ARRAY[gen_random_uuid()], ARRAY['T'], ARRAY[1], "
+        "ARRAY['{{}}']::jsonb[])"
+    )
+    async with any_conn.transaction():
+        for count in (2, 0):
+            with pytest.raises(asyncpg.RaiseError, match="do not match"):
+                async with any_conn.transaction():
+                    await any_conn.execute(call.format(count))
+    assert await any_conn.fetchval("SELECT count(*) FROM events") == 0
+    assert (
+        await any_conn.fetchval(
+            "SELECT eventstore_append_streams('{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}')"
+        )
+        == 0
+    )
