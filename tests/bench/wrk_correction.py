@@ -1,0 +1,88 @@
+"""What wrk's p99 makes of a stall (the figures of `make bench-compare` are wrk's).
+
+wrk measures with a fixed number of connections, each sending its next request when the last
+is answered (a closed loop). Before it prints its latencies it corrects them for coordinated
+omission (wrk's `stats_correct`): with `interval` the run's time over the requests a
+connection made, every recorded latency `n` also counts at `n - interval`, `n - 2 x interval`
+and so on down to `interval`, as if the requests that connection would have sent during the
+wait had been sent and had waited too. A stall of D ms that holds all c connections then adds
+about c x D / interval = rate x D latencies between the interval and D: at any rate, as many
+for each millisecond of the stall as the run answers in a millisecond.
+
+So with a 10 s cell, a bar on the p99 is a bar on the stalls: a p99 under 40 ms leaves room for
+1 % of the cell's requests above 40 ms, about 100 ms of stalls beyond 40 ms at whatever rate
+(the tests show one 130 ms stall of 16 connections passing and one of 140 ms failing). A
+commit waits for its WAL's flush, so one disk flush of 140 ms during a writing cell decides it.
+
+`python -m tests.bench.wrk_correction RATE STALL_MS...` prints the p99 of a 10 s, 16-connection
+cell at RATE requests a second with the given stalls (each holding every connection).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+
+def corrected(latencies_us: Iterable[int], runtime_us: int, connections: int) -> Counter[int]:
+    """The latencies (in microseconds, one per request) as wrk counts them after its
+    correction: a histogram, value -> count."""
+    counts = Counter(latencies_us)
+    complete = sum(counts.values())
+    if complete // connections == 0:
+        return counts
+    interval = runtime_us // (complete // connections)
+    for value, count in sorted(counts.items()):
+        extra = value - interval
+        while value >= 2 * interval and extra > interval:
+            counts[extra] += count
+            extra -= interval
+    return counts
+
+
+def percentile(counts: Counter[int], share: float) -> int:
+    """The smallest value with at least `share` of the counts at or below it."""
+    total = sum(counts.values())
+    seen = 0
+    for value in sorted(counts):
+        seen += counts[value]
+        if seen >= share * total:
+            return value
+    raise ValueError("no counts")
+
+
+def cell_p99_ms(
+    rate: float,
+    stalls_ms: Iterable[float],
+    *,
+    seconds: float = 10.0,
+    connections: int = 16,
+) -> float:
+    """wrk's p99 of a cell of `connections` answering `rate` requests a second, each in the
+    time a closed loop gives it (connections / rate), but for the stalls: each holds every
+    connection's request for its time."""
+    latency_ms = connections / rate * 1000
+    stalls = list(stalls_ms)
+    runtime_us = int(seconds * 1_000_000)
+    normal = max(int(rate * seconds) - connections * len(stalls), 0)
+    latencies = [int(latency_ms * 1000)] * normal
+    for stall in stalls:
+        latencies += [int(stall * 1000)] * connections
+    return percentile(corrected(latencies, runtime_us, connections), 0.99) / 1000
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print(__doc__)
+        return 2
+    rate, stalls = float(argv[0]), [float(s) for s in argv[1:]]
+    print(f"{cell_p99_ms(rate, stalls):.1f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
