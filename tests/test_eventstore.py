@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
 import uuid
 from typing import TYPE_CHECKING
 
@@ -369,16 +370,43 @@ async def test_one_call_writes_what_the_calls_one_after_another_wrote(
         assert bytes(row["hash"]) == hashlib.sha256(previous + row["canonical"].encode()).digest()
         assert row["recorded_at"] >= time
         previous, time = bytes(row["hash"]), row["recorded_at"]
-    by_stream: dict[str, set[object]] = {}
-    for row in after:
-        by_stream.setdefault(row["stream_key"], set()).add(row["recorded_at"])
-    assert all(len(times) == 1 for times in by_stream.values())
+    # One time a stream, taken in its turn: each stream's later than the one before.
+    times = [{r["recorded_at"] for r in after if r["stream_key"] == p.stream[1]} for p in pending]
+    assert all(len(t) == 1 for t in times)
+    assert all(a < b for a, b in itertools.pairwise(min(t) for t in times))
     assert moved is not None
     assert (moved["position"], bytes(moved["hash"]), moved["recorded_at"]) == (
         after[-1]["position"],
         previous,
         time,
     )
+
+
+async def test_one_call_never_takes_a_time_before_the_heads(any_conn: Conn) -> None:
+    """A head whose time is ahead of the clock (a replica whose clock ran fast): the events of
+    every stream take the head's time rather than go back."""
+    pending = [
+        eventstore.Pending(
+            ("test", key),
+            1,
+            [uuid.uuid4()],
+            [noted().type_name()],
+            [1],
+            [encode_stored(noted(), {})],
+            encode_stored(TEST_ACTOR, {}),
+        )
+        for key in ("a", "b", "c")
+    ]
+    async with any_conn.transaction():
+        ahead = await any_conn.fetchval(
+            "UPDATE log_head SET recorded_at = clock_timestamp() + interval '1 hour' "
+            "RETURNING recorded_at"
+        )
+        await any_conn.execute(eventstore.append_streams_call(pending))
+        times = [r["recorded_at"] for r in await any_conn.fetch(_ROW, 0)]
+        head = await any_conn.fetchval("SELECT recorded_at FROM log_head")
+    assert times == [ahead] * 3
+    assert head == ahead
 
 
 async def test_one_call_refuses_arrays_that_do_not_match_the_counts(any_conn: Conn) -> None:

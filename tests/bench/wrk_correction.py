@@ -10,9 +10,12 @@ about c x D / interval = rate x D latencies between the interval and D: at any r
 for each millisecond of the stall as the run answers in a millisecond.
 
 So with a 10 s cell, a bar on the p99 is a bar on the stalls: a p99 under 40 ms leaves room for
-1 % of the cell's requests above 40 ms, about 100 ms of stalls beyond 40 ms at whatever rate
-(the tests show one 130 ms stall of 16 connections passing and one of 140 ms failing). A
-commit waits for its WAL's flush, so one disk flush of 140 ms during a writing cell decides it.
+1 % of the cell's requests above 40 ms, about 100 ms of stalls beyond 40 ms. The p99 moves in
+steps of one interval (16 / rate seconds), so where exactly one stall of 16 connections crosses
+the bar depends on the rate: at 700-4,000 requests a second, somewhere from 121 ms (at 793/s)
+to 142 ms (at 3,961/s); a stall of 120 ms never does, one of 143 ms always does (the tests
+check both across that range). A commit waits for its WAL's flush, so one disk flush of about
+that length during a writing cell decides it.
 
 `python -m tests.bench.wrk_correction RATE STALL_MS...` prints the p99 of a 10 s, 16-connection
 cell at RATE requests a second with the given stalls (each holding every connection).
@@ -65,6 +68,8 @@ def cell_p99_ms(
     """wrk's p99 of a cell of `connections` answering `rate` requests a second, each in the
     time a closed loop gives it (connections / rate), but for the stalls: each holds every
     connection's request for its time."""
+    if rate <= 0:
+        raise ValueError("a rate over 0")
     latency_ms = connections / rate * 1000
     stalls = list(stalls_ms)
     runtime_us = int(seconds * 1_000_000)
@@ -79,7 +84,13 @@ def main(argv: list[str]) -> int:
     if not argv:
         print(__doc__)
         return 2
-    rate, stalls = float(argv[0]), [float(s) for s in argv[1:]]
+    try:
+        rate, stalls = float(argv[0]), [float(s) for s in argv[1:]]
+    except ValueError:
+        rate, stalls = 0.0, []
+    if not rate > 0 or any(not s >= 0 for s in stalls):
+        print("RATE must be a number over 0 and each STALL_MS a number of 0 or more")
+        return 2
     print(f"{cell_p99_ms(rate, stalls):.1f} ms")
     return 0
 
