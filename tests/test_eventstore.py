@@ -370,10 +370,14 @@ async def test_one_call_writes_what_the_calls_one_after_another_wrote(
         assert bytes(row["hash"]) == hashlib.sha256(previous + row["canonical"].encode()).digest()
         assert row["recorded_at"] >= time
         previous, time = bytes(row["hash"]), row["recorded_at"]
-    # One time a stream, taken in its turn: each stream's later than the one before.
+    # One time a stream, taken in its turn: never before the stream's before, and (the clock
+    # moves on by microseconds while the streams between are hashed) not one for all.
     times = [{r["recorded_at"] for r in after if r["stream_key"] == p.stream[1]} for p in pending]
     assert all(len(t) == 1 for t in times)
-    assert all(a < b for a, b in itertools.pairwise(min(t) for t in times))
+    firsts = [min(t) for t in times]
+    assert all(a <= b for a, b in itertools.pairwise(firsts))
+    if len(after) >= 8 and len(pending) >= 3:
+        assert firsts[0] < firsts[-1]
     assert moved is not None
     assert (moved["position"], bytes(moved["hash"]), moved["recorded_at"]) == (
         after[-1]["position"],

@@ -10,11 +10,12 @@ about c x D / interval = rate x D latencies between the interval and D: at any r
 for each millisecond of the stall as the run answers in a millisecond.
 
 So with a 10 s cell, a bar on the p99 is a bar on the stalls: a p99 under 40 ms leaves room for
-1 % of the cell's requests above 40 ms, about 100 ms of stalls beyond 40 ms. The p99 moves in
-steps of one interval (16 / rate seconds), so where exactly one stall of 16 connections crosses
-the bar depends on the rate: at 700-4,000 requests a second, somewhere from 121 ms (at 793/s)
-to 142 ms (at 3,961/s); a stall of 120 ms never does, one of 143 ms always does (the tests
-check both across that range). A commit waits for its WAL's flush, so one disk flush of about
+1 % of the cell's requests above 40 ms, about 100 ms of stalls beyond 40 ms. At 700-4,000
+requests a second one stall of 16 connections of 143 ms or more always crosses that bar, and
+one of 120 ms or less never does (the tests check both at 37 rates across the range; a scan of
+every whole rate agrees). In between it depends on the rate: the p99 moves in steps of one
+interval (16 / rate seconds) and is not even monotonic there (at 793/s a stall of 121 ms
+crosses, those of 122-141 ms do not). A commit waits for its WAL's flush, so one disk flush of about
 that length during a writing cell decides it.
 
 `python -m tests.bench.wrk_correction RATE STALL_MS...` prints the p99 of a 10 s, 16-connection
@@ -29,6 +30,11 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
+
+
+# What the command takes (a cell is held as a list of its latencies).
+MOST_RATE = 100_000
+MOST_STALL_MS = 60_000
 
 
 def corrected(latencies_us: Iterable[int], runtime_us: int, connections: int) -> Counter[int]:
@@ -88,8 +94,11 @@ def main(argv: list[str]) -> int:
         rate, stalls = float(argv[0]), [float(s) for s in argv[1:]]
     except ValueError:
         rate, stalls = 0.0, []
-    if not rate > 0 or any(not s >= 0 for s in stalls):
-        print("RATE must be a number over 0 and each STALL_MS a number of 0 or more")
+    if not 0 < rate <= MOST_RATE or any(not 0 <= s <= MOST_STALL_MS for s in stalls):
+        print(
+            f"RATE must be a number over 0 and at most {MOST_RATE:,}, and each STALL_MS a "
+            f"number from 0 to {MOST_STALL_MS:,}"
+        )
         return 2
     print(f"{cell_p99_ms(rate, stalls):.1f} ms")
     return 0
