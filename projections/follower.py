@@ -11,6 +11,7 @@ import asyncpg
 import structlog
 
 from projections import writes
+from projections.rebuild import reading_of
 from projections.registry import ASYNC
 from service import connections, eventstore
 from service.logs import Throttled
@@ -44,13 +45,17 @@ async def catch_up_once(pool: asyncpg.Pool, projection: Projection, batch: int =
         checkpoint = await conn.fetchval(LOCK_CHECKPOINT, projection.name)
         if checkpoint is None:
             return 0
-        async for records in eventstore.read_all(conn, after=checkpoint, batch=batch):
-            await writes.execute(conn, [w for r in records for w in projection.writes(r)])
-            last = records[-1].position
-            assert last is not None
-            await conn.execute(SAVE_CHECKPOINT, projection.name, last)
-            return len(records)  # one batch per transaction keeps transactions short
-        return 0
+        # Only what the projection reads (rebuild.reading_of): following a burst of deletions,
+        # decoding each deleted user's sealed name and e-mail took a tenth of a core.
+        reading = reading_of((projection,))
+        records = await eventstore.read_next(conn, checkpoint, reading, batch)
+        if not records:
+            return 0
+        await writes.execute(conn, [w for r in records for w in projection.writes(r)])
+        last = records[-1].position
+        assert last is not None
+        await conn.execute(SAVE_CHECKPOINT, projection.name, last)
+        return len(records)  # one batch per transaction keeps transactions short
 
 
 async def projection_lags(conn: Conn) -> dict[str, int]:

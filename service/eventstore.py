@@ -471,6 +471,26 @@ async def read_all(
         position = rows[-1]["position"]
 
 
+async def read_next(
+    conn: Conn, after: int, reading: Reading, batch: int = 500
+) -> list[RecordedEvent]:
+    """The first `batch` events past `after` (up to the head now), read as `reading` says: an
+    async projection's step. Only what it reads is sent and decoded (a deletion's users are
+    neither, for a projection that reads only the metadata), and only the keys of the persons
+    sealed in that are read and unwrapped."""
+    types = () if reading.types is None else (list(reading.types),)
+    rows = await conn.fetch(_next_sql(reading), after, await head(conn), *types, batch)
+    persons: set[int] = set()
+    for row in rows:
+        if reading.events and row["data"] is not None:
+            persons |= seal.persons_sealed_in(row["data"])
+        if reading.metadata:
+            persons |= seal.persons_sealed_in(row["metadata"])
+    keys = await personal_keys.for_reading(conn, masters(), persons) if persons else seal.NO_KEYS
+    read = _reader(reading)
+    return [read(row, keys) for row in rows]
+
+
 async def _no_rows() -> list[asyncpg.Record]:
     return []
 
@@ -511,6 +531,12 @@ def _reading_sql(reading: Reading) -> str:
     )
 
 
+@functools.cache
+def _next_sql(reading: Reading) -> str:
+    return f"{_reading_sql(reading)} LIMIT ${3 if reading.types is None else 4}"
+
+
+@functools.cache
 def _reader(reading: Reading) -> Callable[[asyncpg.Record, seal.Opener], RecordedEvent]:
     """Rows of `_reading_sql(reading)` to recorded events, sealed values opened with keys."""
 
