@@ -107,6 +107,13 @@ def _delete_sql(table: Table, where: tuple[str, ...]) -> str:
 
 
 @functools.cache
+def _delete_any_sql(table: Table, column: str) -> str:
+    """Deletes of rows by one column's values, as one statement: $1 the values (an array of
+    the column's type, as PostgreSQL infers it); deletes commute, so their order is moot."""
+    return f"DELETE FROM {table.name} WHERE {column} = ANY($1)"  # noqa: S608 - our names
+
+
+@functools.cache
 def _count_sql(table: Table, columns: tuple[str, ...], counter: str, guard: str) -> str:
     params = ", ".join(f"${i}" for i in range(1, len(columns) + 1))
     others = [c for c in columns if c not in table.key]
@@ -142,28 +149,46 @@ def render(write: Write) -> tuple[str, tuple[Any, ...]]:
 
 
 async def execute(conn: Conn, writes: Iterable[Write]) -> None:
-    """Run writes in order, in as few round trips as their shapes allow: a run of one shape
-    goes as one pipelined executemany, and single writes next to each other, each on another
-    table, go together as one statement (`_together`). A write joins an earlier run of its
-    shape when every write after that run commutes with it (`_Run.commutes`), and a run's
-    counts of one row go as one (`_counted`): an async projection's batch of events is then a
-    few statements, not one or two per event."""
+    """Run writes in order, in as few round trips as their shapes allow (`statements`)."""
+    for sql, rows in statements(writes):
+        if len(rows) > 1:
+            await conn.executemany(sql, rows)
+        else:
+            await conn.execute(sql, *rows[0])
+
+
+def statements(writes: Iterable[Write]) -> list[tuple[str, list[tuple[Any, ...]]]]:
+    """What `execute` sends, in order: each statement with its rows (several: one pipelined
+    executemany). A write joins an earlier run of its shape when every write after that run
+    commutes with it (`_Run.commutes`); a run's counts of one row go as one (`_counted`), and
+    a run's deletes by one column as one (`_delete_any_sql`); single writes next to each
+    other, each on another table, go together as one statement (`_together`). An async
+    projection's batch of events is then a few statements, not one or two per event, and a
+    batch of deleted accounts one."""
     runs: list[tuple[str, str, list[tuple[Any, ...]]]] = []  # (statement, table, rows)
     for run in _runs(writes):
-        sql, rows = _counted(run.writes) if type(run.writes[0]) is Count else (run.sql, run.rows)
-        runs.append((sql, run.writes[0].table.name, rows))
+        first = run.writes[0]
+        if type(first) is Count:
+            sql, rows = _counted(run.writes)
+        elif type(first) is Delete and len(run.rows) > 1 and len(first.where) == 1:
+            sql, rows = _delete_any_sql(first.table, *first.where), [([r[0] for r in run.rows],)]
+        else:
+            sql, rows = run.sql, run.rows
+        runs.append((sql, first.table.name, rows))
+    out: list[tuple[str, list[tuple[Any, ...]]]] = []
     single: list[tuple[str, tuple[Any, ...]]] = []
     tables: set[str] = set()
     for sql, table, rows in runs:
         if len(rows) > 1 or table in tables:
-            await _flush_single(conn, single)
+            out.extend(_joined(single))
             single, tables = [], set()
         if len(rows) > 1:
-            await conn.executemany(sql, rows)
+            out.append((sql, rows))
         else:
             single.append((sql, rows[0]))
             tables.add(table)
-    await _flush_single(conn, single)
+    out.extend(_joined(single))
+    return out
 
 
 def _selects(write: Write) -> dict[str, Any]:
@@ -296,13 +321,12 @@ def _counts_sql(table: Table, columns: tuple[str, ...], counter: str, guard: str
     )
 
 
-async def _flush_single(conn: Conn, single: list[tuple[str, tuple[Any, ...]]]) -> None:
-    if len(single) == 1:
-        await conn.execute(single[0][0], *single[0][1])
-    elif single:
-        await conn.execute(
-            _together(tuple(sql for sql, _ in single)), *(a for _, args in single for a in args)
-        )
+def _joined(single: list[tuple[str, tuple[Any, ...]]]) -> list[tuple[str, list[tuple[Any, ...]]]]:
+    if len(single) <= 1:
+        return [(sql, [args]) for sql, args in single]
+    return [
+        (_together(tuple(sql for sql, _ in single)), [tuple(a for _, args in single for a in args)])
+    ]
 
 
 _PARAMETER: Final = re.compile(r"\$(\d+)")

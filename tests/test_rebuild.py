@@ -41,6 +41,8 @@ from service.users.events import (
     TokenUse,
     UserCreated,
     UserDeleted,
+    UserRecord,
+    UsersDeleted,
     UserSignedIn,
     UserSignedOut,
 )
@@ -260,6 +262,64 @@ def test_a_batch_of_deletions_counts_its_actor_once_and_renames_in_one_run() -> 
     assert len(rows) == 1
     assert rows[0][-1] == list(range(2, 102))
     assert "cardinality" in sql
+
+
+async def test_a_batch_of_deleted_accounts_is_one_statement(conn: Conn) -> None:
+    """Inactive users deleted together (one UsersDeleted each, and one of three): their rows,
+    passwords, tokens and sessions go in one statement (deletes by one column as `= ANY`,
+    the tables' statements joined), with the rows the writes one at a time leave."""
+    people = range(1, 9)
+    made: list[DomainEvent] = []
+    for i in people:
+        made.append(
+            UserCreated(
+                user_id=i, name=f"n{i}", username=f"u{i}", email=None, root_role=3, created_at=T0
+            )
+        )
+        made.append(
+            PersonalAccessTokenCreated(
+                token_id=i,
+                user_id=i,
+                description="t",
+                secret_hash=f"h{i}",
+                secret_hint="x",
+                created_at=T0,
+                expires_at=T0 + timedelta(days=1),
+            )
+        )
+        made.append(
+            UserSignedIn(
+                user_id=i, seen_at=T0, session_hash=f"s{i}", session_expires_at=T0 + timedelta(1)
+            )
+        )
+
+    def gone(ids: list[int]) -> UsersDeleted:
+        users = [
+            UserRecord(
+                user_id=i,
+                name=f"n{i}",
+                username=f"u{i}",
+                email=None,
+                root_role=3,
+                created_at=T0,
+                seen_at=None,
+            )
+            for i in ids
+        ]
+        return UsersDeleted(users=users, inactive_days=180, deleted_at=T0)
+
+    deletions = [gone([1]), gone([2]), gone([3, 4, 5]), gone([7])]
+    records = _recorded([*made, *deletions])
+    deleting = [
+        w for r in records[len(made) :] for p in reading(type(r.event)) for w in p.writes(r)
+    ]
+    assert len(writes.statements(deleting)) == 1
+    by_sql, by_memory = await _through_both(conn, records, batch=len(records))
+    assert by_sql == by_memory
+    assert sorted(r[0] for r in by_sql["users"]) == [6, 8]
+    assert sorted(r[0] for r in by_sql["personal_access_tokens"]) == [6, 8]
+    one_at_a_time, _ = await _through_both(conn, records, batch=1)
+    assert one_at_a_time == by_sql
 
 
 ACTORS = st.sampled_from(
