@@ -471,15 +471,22 @@ async def read_all(
         position = rows[-1]["position"]
 
 
-async def read_next(
-    conn: Conn, after: int, reading: Reading, batch: int = 500
-) -> list[RecordedEvent]:
+class NextBatch(NamedTuple):
+    """What `read_next` read, and the position read up to: the last event's when the batch is
+    full, else the head (events of other types than the reading's lie up to it)."""
+
+    records: list[RecordedEvent]
+    upto: int
+
+
+async def read_next(conn: Conn, after: int, reading: Reading, batch: int = 500) -> NextBatch:
     """The first `batch` events past `after` (up to the head now), read as `reading` says: an
-    async projection's step. Only what it reads is sent and decoded (a deletion's users are
-    neither, for a projection that reads only the metadata), and only the keys of the persons
-    sealed in that are read and unwrapped."""
+    async projection's step. Only what it reads is sent and decoded (the data of the types it
+    reads, the metadata if it reads it), and only the keys of the persons sealed in that are
+    read and unwrapped."""
     types = () if reading.types is None else (list(reading.types),)
-    rows = await conn.fetch(_next_sql(reading), after, await head(conn), *types, batch)
+    limit = await head(conn)
+    rows = await conn.fetch(_next_sql(reading), after, limit, *types, batch)
     persons: set[int] = set()
     for row in rows:
         if reading.events and row["data"] is not None:
@@ -488,7 +495,10 @@ async def read_next(
             persons |= seal.persons_sealed_in(row["metadata"])
     keys = await personal_keys.for_reading(conn, masters(), persons) if persons else seal.NO_KEYS
     read = _reader(reading)
-    return [read(row, keys) for row in rows]
+    return NextBatch(
+        [read(row, keys) for row in rows],
+        rows[-1]["position"] if len(rows) == batch else max(limit, after),
+    )
 
 
 async def _no_rows() -> list[asyncpg.Record]:

@@ -211,30 +211,36 @@ async def test_read_all_pages_through_the_whole_log(any_conn: Conn) -> None:
 
 async def test_read_next_reads_a_batch_as_the_reading_says(any_conn: Conn) -> None:
     """An async projection's step (projections/follower.py): the first `batch` events past a
-    position, with only what its reading asks for decoded; a sealed actor name is opened."""
+    position, with only what its reading asks for decoded; a sealed actor name is opened. It
+    reads up to the last event of a full batch, else up to the head."""
     ann = TEST_ACTOR.__class__(actor_id="user:7", actor_name="Ann", actor_kind="user")
     await append(any_conn, [noted(1), noted(2)], metadata=ann)
     person = await account(any_conn, username="bea")  # her name and e-mail sealed in the data
     await append(any_conn, [noted(3)])
     whole = [r async for b in eventstore.read_all(any_conn) for r in b]
     assert len(whole) == 5
-    assert await eventstore.read_next(any_conn, 0, Reading(), batch=5) == whole
-    assert await eventstore.read_next(any_conn, 1, Reading(), batch=2) == whole[1:3]
-    assert await eventstore.read_next(any_conn, 5, Reading()) == []
+    assert await eventstore.read_next(any_conn, 0, Reading(), batch=5) == (whole, 5)
+    assert await eventstore.read_next(any_conn, 1, Reading(), batch=2) == (whole[1:3], 3)
+    assert await eventstore.read_next(any_conn, 5, Reading()) == ([], 5)
     # What the activity projection reads: every event's metadata, no event but erasures.
     reading = reading_of((activity.PROJECTION,))
     assert (reading.metadata, reading.event_types) == (True, ("PersonalDataErased",))
-    read = await eventstore.read_next(any_conn, 0, reading, batch=10)
-    assert [r.position for r in read] == [1, 2, 3, 4, 5]
+    read, upto = await eventstore.read_next(any_conn, 0, reading, batch=10)
+    assert ([r.position for r in read], upto) == ([1, 2, 3, 4, 5], 5)
     assert [r.metadata.actor_name for r in read] == ["Ann", "Ann", "test", "test", "test"]
     assert {r.event for r in read} == {UNREAD_EVENT}
     assert [(r.stream_key, r.stream_version) for r in read] == [
         (r.stream_key, r.stream_version) for r in whole
     ]
-    # Only some types: the user's creation alone, decoded, her name opened.
-    (created,) = await eventstore.read_next(any_conn, 0, Reading(types=("UserCreated",)))
+    # Only some types: the user's creation alone, decoded, her name opened; read up to the
+    # head, past the events of other types after it.
+    (created,), upto = await eventstore.read_next(any_conn, 0, Reading(types=("UserCreated",)))
     assert isinstance(created.event, UserCreated)
     assert (created.position, created.event.user_id, created.event.name) == (3, person.id, "bea")
+    assert upto == 5
+    assert await eventstore.read_next(any_conn, 3, Reading(types=("UserCreated",))) == ([], 5)
+    full = await eventstore.read_next(any_conn, 0, Reading(types=("UserCreated",)), batch=1)
+    assert (len(full.records), full.upto) == (1, 3)  # a full batch: up to its last event
 
 
 async def test_a_concurrent_duplicate_append_is_a_conflict_then_a_no_op(any_dsn: str) -> None:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from projections import activity
+from projections.base import Projection
 from projections.follower import catch_up_once, run_async_projections
 from projections.replay import replay
 from projections.verify import verify
@@ -18,6 +19,8 @@ from service.api_tokens.events import ApiTokenDeleted
 from tests.factories import TEST_ACTOR, api_token_created, append, noted
 
 if TYPE_CHECKING:
+    from projections.writes import Write
+    from service.codec import RecordedEvent
     from service.connections import Conn
 
 pytestmark = pytest.mark.usefixtures("any_dsn")
@@ -60,6 +63,46 @@ async def test_async_projection_catches_up_and_commits_its_checkpoint(
     assert tuple(row) == ("test", 10)
     checkpoint = "SELECT position FROM projection_checkpoints WHERE name = 'activity_daily'"
     assert await any_conn.fetchval(checkpoint) == 10
+
+
+async def test_a_projection_of_some_types_follows_past_the_others(
+    any_dsn: str, any_conn: Conn
+) -> None:
+    """A follower that reads only some types moves its checkpoint to the head, past the events
+    of other types after the last it read: its lag reaches 0, and nothing is read again."""
+    seen: list[int] = []
+
+    def writes(recorded: RecordedEvent) -> list[Write]:
+        assert isinstance(recorded.event, ApiTokenDeleted)
+        seen.append(recorded.event.token_id)
+        return []
+
+    deleted_only = Projection(
+        name="test_deleted_tokens",
+        mode="async",
+        tables=(),
+        writes=writes,
+        handles=frozenset({ApiTokenDeleted}),
+    )
+    await any_conn.execute(
+        "INSERT INTO projection_checkpoints (name) VALUES ($1)", "test_deleted_tokens"
+    )
+    await append(
+        any_conn, [noted(1), ApiTokenDeleted(token_id=1, token_name="t"), noted(2), noted(3)]
+    )
+    checkpoint = "SELECT position FROM projection_checkpoints WHERE name = 'test_deleted_tokens'"
+    pool = await connections.create_pool(any_dsn, 2)
+    assert pool is not None
+    try:
+        assert await catch_up_once(pool, deleted_only) == 1
+        assert await any_conn.fetchval(checkpoint) == 4  # the head, past noted(2) and noted(3)
+        assert await catch_up_once(pool, deleted_only) == 0
+        await append(any_conn, [noted(4)])
+        assert await catch_up_once(pool, deleted_only) == 0
+        assert await any_conn.fetchval(checkpoint) == 5
+    finally:
+        await pool.close()
+    assert seen == [1]
 
 
 async def test_a_locked_checkpoint_belongs_to_another_replica(any_dsn: str, any_conn: Conn) -> None:
