@@ -396,12 +396,19 @@ def _record(row: asyncpg.Record, keys: seal.Opener) -> RecordedEvent:
     return _read_whole(row, keys)
 
 
-async def keys_for(conn: Conn, rows: Sequence[asyncpg.Record]) -> personal_keys.Keyring:
-    """The keys that open what these rows (with data and metadata as text) hold sealed."""
+async def keys_for(
+    conn: Conn, rows: Sequence[asyncpg.Record], reading: Reading | None = None
+) -> personal_keys.Keyring:
+    """The keys that open what these rows (with data and metadata as text) hold sealed; with
+    `reading`, only in what it decodes (data NULL where it does not read the type)."""
+    events = reading is None or reading.events
+    metadata = reading is None or reading.metadata
     persons: set[int] = set()
     for row in rows:
-        persons |= seal.persons_sealed_in(row["data"])
-        persons |= seal.persons_sealed_in(row["metadata"])
+        if events and row["data"] is not None:
+            persons |= seal.persons_sealed_in(row["data"])
+        if metadata:
+            persons |= seal.persons_sealed_in(row["metadata"])
     return await personal_keys.for_reading(conn, masters(), persons)
 
 
@@ -487,13 +494,7 @@ async def read_next(conn: Conn, after: int, reading: Reading, batch: int = 500) 
     types = () if reading.types is None else (list(reading.types),)
     limit = await head(conn)
     rows = await conn.fetch(_next_sql(reading), after, limit, *types, batch)
-    persons: set[int] = set()
-    for row in rows:
-        if reading.events and row["data"] is not None:
-            persons |= seal.persons_sealed_in(row["data"])
-        if reading.metadata:
-            persons |= seal.persons_sealed_in(row["metadata"])
-    keys = await personal_keys.for_reading(conn, masters(), persons) if persons else seal.NO_KEYS
+    keys = await keys_for(conn, rows, reading)
     read = _reader(reading)
     return NextBatch(
         [read(row, keys) for row in rows],
