@@ -80,7 +80,7 @@ ORDER BY u.id
 FOR UPDATE OF u
 """
 # behavior.md section 5: exact matches, then prefixes, then other substrings; ties by name, then
-# id. public.search_user_ids (sql/0018) finds the ids of the first offset + limit ($2) in one
+# id. public.search_user_ids (sql/0020) finds the ids of the first offset + limit ($2) in one
 # call, with the constants of service/users/handlers/search.py ($3 .. $9); the page is those
 # after the offset ($10), in that order (s.n).
 _SEARCH_FROM = """

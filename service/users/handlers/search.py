@@ -4,7 +4,7 @@ Results come in three tiers (exact, prefix, other substring), each in name-then-
 only the first `offset + limit` are wanted. Sorting every match is what makes a broad search slow
 at a million users, and PostgreSQL cannot tell a broad search from a narrow one (its estimates for
 `LIKE '%x%'` are guesses), so the order of work is chosen by the search itself, in one call of
-public.search_user_ids (sql/0018; one round trip, plans made once per connection):
+public.search_user_ids (sql/0020; one round trip, plans made once per connection):
 
 1. Exact matches from the equality indexes. Prefix matches are counted in the same indexes (the
    range from the query to just past it); up to PROBE of them are sorted. More (a broad prefix)
@@ -14,11 +14,12 @@ public.search_user_ids (sql/0018; one round trip, plans made once per connection
    everyone, that is the answer.
 3. Otherwise the share of matches (among HEAD people, or, past SMALL people, in random pages)
    estimates how far a walk in name order must go past the HEAD people to fill the page, and
-   the share of people whose joined fields hold the joined query how many the trigram indexes
-   return to be checked and sorted (sql/0017: search_people and search_mail join each field's
+   the share of people whose joined fields hold the joined query how many the trigram index
+   returns to be checked and sorted (sql/0017: search_people and search_mail join each field's
    words with one letter, so that pg_trgm keys on the query's own breaks); the cheaper is
    taken. A walk is bounded (WALK_SLACK times the estimate, and never beyond what the trigram
-   indexes would cost); if it falls short, the trigram indexes answer.
+   index would cost); if it falls short, the trigram index answers (one on both columns,
+   sql/0020).
 
 A wrong estimate costs time, never a wrong page: every way ends in the same order.
 
@@ -47,7 +48,7 @@ MIN_QUERY: Final = 2
 DEFAULT_LIMIT: Final = 100
 MAX_LIMIT: Final = 1000
 # People walked in name order first, for the third tier: enough for a query that many match
-# to fill its page, few enough that the walk costs little when the trigram indexes answer
+# to fill its page, few enough that the walk costs little when the trigram index answers
 # (a name, a word of one; 1,000 here cost 0.27 ms of a 0.45 ms search at 10,000 users).
 HEAD: Final = 200
 # What fetching, checking and sorting one person the trigram index returns costs, in people
