@@ -404,6 +404,50 @@ async def test_with_a_delay_the_key_lives_until_due_then_one_replica_erases_it_o
             await pool.close()
 
 
+async def test_verify_holds_while_the_async_projection_has_not_yet_seen_an_erasure(
+    delayed: Client, dsn: str
+) -> None:
+    """Between an erasure's commit and its follower's next batch, activity_daily still shows
+    the erased person's name, while a rebuild already reads it as erased (the key is gone):
+    verify compares the async read model as its follower will have it at the head, so an
+    erasure at the wrong moment is not a difference (it once was: a flaky CI failure)."""
+    client = delayed
+    app = client.app
+    user_id = await _alice_acts(client)
+    assert (await client.delete(f"{USERS}/{user_id}", headers=ADMIN)).status == 200
+    async with app[POOL].acquire() as conn:
+        await _followed(app, conn)  # the follower up to the head: Alice's name in the rows
+        names = await conn.fetch("SELECT DISTINCT actor_name FROM activity_daily")
+        assert ALICE["name"] in {r["actor_name"] for r in names}
+        held = await connections.connect(dsn)  # the follower kept out: its checkpoint locked
+        try:
+            await held.execute("BEGIN")
+            await held.fetchval(
+                "SELECT position FROM projection_checkpoints WHERE name = $1 FOR UPDATE",
+                "activity_daily",
+            )
+            await conn.execute("UPDATE personal_keys SET erase_after = now() - interval '1 second'")
+            assert await erasure.erase_due(app[POOL]) == 1
+            behind = await conn.fetchval(
+                "SELECT (SELECT max(position) FROM events) - position FROM projection_checkpoints "
+                "WHERE name = 'activity_daily'"
+            )
+            assert behind >= 1  # the erasure not applied to activity_daily
+            report = await verify(conn)
+            assert report.ok, report.problems
+            assert report.read_models["activity_daily"] == "matches rebuild"
+            # A real difference in the rows is still found, with the follower behind.
+            await conn.execute("UPDATE activity_daily SET events = events + 1")
+            assert (await verify(conn)).read_models["activity_daily"] == "DIFFERS"
+            await conn.execute("UPDATE activity_daily SET events = events - 1")
+        finally:
+            await held.close()  # its transaction ends with it
+        await _followed(app, conn)
+        names = await conn.fetch("SELECT DISTINCT actor_name FROM activity_daily")
+        assert ALICE["name"] not in {r["actor_name"] for r in names}
+        assert (await verify(conn)).ok
+
+
 async def test_erase_user_by_hand_refuses_an_account_then_erases_and_reports(
     delayed: Client,
 ) -> None:
@@ -674,3 +718,18 @@ async def test_erase_user_command_reports(delayed: Client, dsn: str) -> None:
     done = run_cli(env, "erase-user", str(user_id))
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"person {user_id}: data key destroyed")
+
+
+async def _followed(app: web.Application, conn: Conn) -> None:
+    """Every async projection at the log's head (the app's own follower, or this one)."""
+    for _ in range(200):
+        for projection in ASYNC:
+            await catch_up_once(app[POOL], projection)  # 0 while the app's follower holds it
+        lag = await conn.fetchval(
+            "SELECT (SELECT coalesce(max(position), 0) FROM events) - min(position) "
+            "FROM projection_checkpoints"
+        )
+        if lag == 0:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"async projections still {lag} events behind")
