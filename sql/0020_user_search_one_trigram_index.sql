@@ -16,8 +16,9 @@
 -- Building the index holds writes to readmodel.users (not reads) for its duration: 0.14 s at
 -- 10,000 users, 22 s for a million rows of random text (docs/operations.md). The function of
 -- nine arguments keeps its signature and its answers, so the previous release, which calls it,
--- reads the new index too; sql/0017's function of seven arguments, which no release still
--- running calls, goes, and with it the two indexes it read.
+-- reads the new index too. sql/0017's function of seven arguments, which no release still
+-- running calls, and the two indexes it read go in sql/0021, in a transaction of their own:
+-- dropping an index locks its table against reads too.
 
 CREATE INDEX users_search_joined_trgm ON readmodel.users
     USING gin ((search_people || ' ' || search_mail) gin_trgm_ops) WITH (fastupdate = off);
@@ -281,7 +282,3 @@ BEGIN
     RETURN exact || prefix || rest;
 END
 $$;
-
-DROP FUNCTION public.search_user_ids(text, integer, integer, integer, float8, float8, integer);
-DROP INDEX readmodel.users_search_people_trgm;
-DROP INDEX readmodel.users_search_mail_trgm;

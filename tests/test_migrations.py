@@ -158,3 +158,42 @@ async def test_a_log_written_before_0012_gets_its_search_columns_and_keeps_verif
             previous = link.hash
     finally:
         await conn.close()
+
+
+async def test_dropping_the_old_search_indexes_lets_readers_through(empty_dsn: str) -> None:
+    """sql/0021 drops two indexes of readmodel.users, which needs the table's ACCESS EXCLUSIVE
+    lock. Behind a long reader (a report, `verify`) a plain DROP INDEX would wait in the lock
+    queue, and every new reader of users behind it (found by the review of issue 18: searches
+    answered 503 for as long as the reader ran); here each try waits 100 ms at most, so new
+    readers get through, and the drops happen once the long reader is done."""
+    upgrading = await connections.connect(empty_dsn)
+    long_reader = await connections.connect(empty_dsn)
+    reader = await connections.connect(empty_dsn)
+    old_indexes = "users_search_people_trgm", "users_search_mail_trgm"
+    try:
+        files = migrations.load_migrations()
+        assert files[20].name == "drop_the_old_search_indexes"
+        await migrations.migrate(upgrading, files[:20])  # the schema before 0021
+        assert await _index_names(reader, old_indexes) == set(old_indexes)
+        await long_reader.execute("BEGIN")
+        await long_reader.fetchval("SELECT count(*) FROM readmodel.users")
+        migrating = asyncio.create_task(migrations.migrate(upgrading, files))
+        await reader.execute("SET lock_timeout = '2s'")  # 20 tries' worth of one wait
+        for _ in range(15):  # 1.5 s of new readers while the drop keeps trying
+            assert await reader.fetchval("SELECT count(*) FROM readmodel.users") == 0
+            await asyncio.sleep(0.1)
+        assert not migrating.done()  # the drops wait for the long reader
+        await long_reader.execute("COMMIT")
+        assert await asyncio.wait_for(migrating, 30) == ["0021_drop_the_old_search_indexes"]
+        assert await _index_names(reader, old_indexes) == set()
+    finally:
+        for conn in (upgrading, long_reader, reader):
+            await conn.close()
+
+
+async def _index_names(conn: Conn, names: tuple[str, ...]) -> set[str]:
+    rows = await conn.fetch(
+        "SELECT indexname FROM pg_indexes WHERE schemaname = 'readmodel' AND indexname = ANY($1)",
+        list(names),
+    )
+    return {r["indexname"] for r in rows}

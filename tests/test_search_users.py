@@ -452,7 +452,7 @@ async def test_a_query_ending_in_the_last_characters_is_answered(client: Client,
 async def test_one_trigram_index_and_one_search_function(app: web.Application) -> None:
     """sql/0020 reads the joined names and e-mails through one trigram index (two before) and
     replaces the function of nine arguments in place, which the previous release calls too;
-    sql/0017's of seven, which no running release calls, is gone with the indexes it read."""
+    sql/0021 drops sql/0017's of seven, which no running release calls, and its indexes."""
     async with app[POOL].acquire() as conn:
         functions = await conn.fetch(
             "SELECT pg_get_function_identity_arguments(p.oid) AS args FROM pg_proc p "
