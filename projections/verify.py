@@ -121,7 +121,9 @@ async def _check_read_models(conn: Conn, report: Report) -> None:
     Every read model is compared as at the log's head. An async one behind it is first caught
     up in a copy, as its follower will be: between its checkpoint and the head an erasure may
     have destroyed a person's key, which a rebuild already reads as erased while the live rows,
-    built before, still name them (until the follower applies the PersonalDataErased event)."""
+    built before, still name them (until the follower applies the PersonalDataErased event).
+    The catching up rewrites the name of each row that gets an event past the checkpoint (as
+    the follower will): a wrong name there shows only once the follower is at the head."""
     head = await eventstore.head(conn)
     checkpoints = {
         r["name"]: r["position"]
