@@ -312,7 +312,10 @@ CHANGES_BY_WEIGHT: list[tuple[Callable[[World], Awaitable[None]], int]] = [
     (service_account, 3),
     (api_token, 1),
 ]
-# Read at every instant, besides the paths the change touched.
+# Read at every instant, besides the paths the change touched: all of them live, and each of
+# them at one instant in ASKED_EVERY again in the past (in turn: every instant is asked again,
+# every route at a third of them; a past read rebuilds the log up to the instant).
+ASKED_EVERY = 3
 ALWAYS = [
     "/api/admin/projects",
     "/api/admin/projects/default",
@@ -366,10 +369,12 @@ async def test_every_read_route_answers_at_a_past_instant_what_it_answered_then(
     for number, then in enumerate(moments):
         at = str(then.position) if number % 2 else quote(then.time.isoformat())
         for path, expected in then.answers.items():
+            if path in ALWAYS and (ALWAYS.index(path) + number) % ASKED_EVERY:
+                continue
             joined = "&" if "?" in path else "?"
             assert await answer(client, f"{path}{joined}at={at}") == expected, (number, path)
             asked += 1
-    assert asked > CHANGES * len(ALWAYS)
+    assert asked > CHANGES * len(ALWAYS) // ASKED_EVERY
     # The answers changed all along: the test compared many different states.
     for path in ("/api/admin/projects/default/features", "/api/admin/user-admin"):
         assert len({m.answers[path] for m in moments}) > CHANGES // 10, path
