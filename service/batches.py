@@ -53,6 +53,11 @@ class Batcher(Generic[Command]):
         self._busy = 0  # lanes running; counted down in the step that finds nothing waiting
         self._tasks: set[asyncio.Task[None]] = set()  # held, so that none is collected
 
+    @property
+    def waiting(self) -> int:
+        """Commands handed over and not yet taken into a batch."""
+        return len(self._waiting)
+
     async def submit(self, command: Command) -> None:
         """Returns once the command's transaction committed; raises what made it fail. A
         cancelled caller stops waiting, not the command, which has then committed or not."""

@@ -12,6 +12,7 @@ import pytest
 from projections.verify import verify
 from service.appkeys import POOL
 from service.users.events import PersonalAccessTokensSeen, TokenUse, UserSignedIn
+from service.users.handlers.inactive import DELETIONS, LANES
 from tests import factories
 from tests.conftest import ADMIN
 from tests.test_features import error, event_count
@@ -19,6 +20,8 @@ from tests.test_sessions import sign_in
 from tests.test_users import STRONG, USERS, create_user
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from aiohttp import web
     from aiohttp.test_utils import TestClient
 
@@ -213,6 +216,41 @@ async def test_ten_thousand_ids_in_one_request(client: Client, app: web.Applicat
     assert await inactive_ids(client) == []
 
 
+async def lanes_blocked(app: web.Application, lanes: int) -> None:
+    """Waits until this many lanes of deletions wait for a row lock. (Fixed sleeps let the
+    test depend on timing: two requests that came in the same turn went into one lane's
+    batch, leaving the other lane free for the next request alone.) Asked on a connection of
+    its own: in a transaction pg_stat_activity stays as first read."""
+    for _ in range(400):
+        locked = await app[POOL].fetchval(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        )
+        if locked == lanes:
+            return
+        await asyncio.sleep(0.025)
+    raise AssertionError(f"{locked} of {lanes} lanes wait for the lock after 10 s")
+
+
+async def both_lanes_blocked(app: web.Application, delete: Callable[[str], object]) -> list[Any]:
+    """One deletion a lane, each waiting for a row lock held by the test (`delete(request_id)`
+    sends one that waits)."""
+    first = []
+    for lane in range(1, LANES + 1):
+        first.append(delete(f"lane-{lane}"))
+        await lanes_blocked(app, lane)
+    return first
+
+
+async def queued(app: web.Application, count: int) -> None:
+    """Waits until `count` deletions wait for a lane (service/batches.py)."""
+    for _ in range(400):
+        if app[DELETIONS].waiting == count:
+            return
+        await asyncio.sleep(0.025)
+    raise AssertionError(f"{app[DELETIONS].waiting} of {count} deletions wait after 10 s")
+
+
 async def test_concurrent_deletions_commit_together_each_as_if_alone(
     client: Client, app: web.Application
 ) -> None:
@@ -228,11 +266,10 @@ async def test_concurrent_deletions_commit_together_each_as_if_alone(
 
     async with app[POOL].acquire() as blocker, blocker.transaction():
         await blocker.execute("SELECT 1 FROM users WHERE id = $1 FOR UPDATE", u1.id)
-        first = [delete([u1.id], "lane-1"), delete([u1.id], "lane-2")]  # both lanes wait on u1
-        await asyncio.sleep(0.3)
+        first = await both_lanes_blocked(app, lambda request: delete([u1.id], request))
         waiting = {"b": delete([u2.id, u3.id], "b"), "c": delete([u3.id, u4.id, u5.id], "c")}
         waiting["d"] = delete([u4.id], "d")
-        await asyncio.sleep(0.3)
+        await queued(app, 3)
     for answer in [*first, *waiting.values()]:
         assert (await answer).status == 200
     async with app[POOL].acquire() as conn:
@@ -276,10 +313,9 @@ async def test_deletions_listing_many_ids_do_not_commit_together(
     unknown = list(range(10**8, 10**8 + 600))
     async with app[POOL].acquire() as blocker, blocker.transaction():
         await blocker.execute("SELECT 1 FROM users WHERE id = $1 FOR UPDATE", blocked.id)
-        first = [delete([blocked.id], "lane-1"), delete([blocked.id], "lane-2")]
-        await asyncio.sleep(0.3)
+        first = await both_lanes_blocked(app, lambda request: delete([blocked.id], request))
         large = [delete([u1.id, *unknown], "large-1"), delete([u2.id, *unknown], "large-2")]
-        await asyncio.sleep(0.3)
+        await queued(app, 2)
     for answer in [*first, *large]:
         assert (await answer).status == 200
     async with app[POOL].acquire() as conn:
