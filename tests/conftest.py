@@ -47,13 +47,16 @@ def pg18() -> Iterator[PgServer]:
     if url:
         server = PgServer(url, "external")
         yield server
+        server.close()
         return
     base = Path(tempfile.mkdtemp(prefix="flags-test-", dir="/tmp"))
     try:
         with embedded.embedded_postgres(base) as dsn:
             admin = dsn.replace(f"/{embedded.DATABASE_NAME}?", "/postgres?")
             asyncio.run(tune_for_tests(admin))
-            yield PgServer(admin, "pg18")
+            server = PgServer(admin, "pg18")
+            yield server
+            server.close()
     finally:
         shutil.rmtree(base, ignore_errors=True)
 

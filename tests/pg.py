@@ -7,10 +7,12 @@ import contextlib
 import itertools
 import os
 import pwd
+import queue
 import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -29,7 +31,11 @@ def with_database(dsn: str, name: str) -> str:
 
 
 class PgServer:
-    """A running server with a migrated template database to clone per test."""
+    """A running server with a migrated template database to clone per test.
+
+    The clones are made one ahead, in a thread of their own, while the test before runs: a
+    CREATE DATABASE (a checkpoint and a copy of the template) took 0.14 s here, about a sixth
+    of the suite's time when each test waited for its own."""
 
     def __init__(
         self,
@@ -42,6 +48,10 @@ class PgServer:
         self.label = label
         self._stop = stop
         self._cleanup_dir = cleanup_dir
+        # One clone made ahead (a name), or what failed making it; started by the first test.
+        self._ahead: queue.Queue[str | BaseException] = queue.Queue(maxsize=1)
+        self._closing = threading.Event()
+        self._maker: threading.Thread | None = None
         asyncio.run(self._prepare())
 
     async def _prepare(self) -> None:
@@ -59,16 +69,60 @@ class PgServer:
 
     async def new_database(self, *, migrated: bool = True) -> str:
         """A database of its own: a clone of the migrated template, or empty (no schema)."""
-        name = f"test_{os.getpid()}_{next(_counter)}"
-        conn = await asyncpg.connect(self.admin_dsn)
+        if not migrated:
+            conn = await asyncpg.connect(self.admin_dsn)
+            try:
+                return with_database(self.admin_dsn, await _create(conn, migrated=False))
+            finally:
+                await conn.close()
+        if self._maker is None:
+            self._maker = threading.Thread(
+                target=asyncio.run,
+                args=(self._make_ahead(),),
+                name=f"clones-{self.label}",
+                daemon=True,  # an interrupted session does not wait for it
+            )
+            self._maker.start()
+        made = await asyncio.to_thread(self._ahead.get)
+        if isinstance(made, BaseException):
+            self._ahead.put(made)  # every later test fails with it too
+            raise made
+        return with_database(self.admin_dsn, made)
+
+    async def _make_ahead(self) -> None:
+        """The maker thread: a clone at a time, each handed over before the next is made."""
         try:
-            # FILE_COPY (PostgreSQL 15+) clones a small template about 3x faster than WAL_LOG.
-            fast = " STRATEGY FILE_COPY" if conn.get_server_version().major >= 15 else ""
-            template = f" TEMPLATE {TEMPLATE}{fast}" if migrated else ""
-            await conn.execute(f"CREATE DATABASE {name}{template}")
+            conn = await asyncpg.connect(self.admin_dsn)
+        except Exception as exc:
+            self._ahead.put(exc)
+            return
+        try:
+            while not self._closing.is_set():
+                try:
+                    name = await _create(conn, migrated=True)
+                except Exception as exc:
+                    self._ahead.put(exc)
+                    return
+                while True:
+                    try:
+                        self._ahead.put(name, timeout=0.2)
+                        break
+                    except queue.Full:
+                        if self._closing.is_set():
+                            await conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+                            return
         finally:
             await conn.close()
-        return with_database(self.admin_dsn, name)
+
+    def close(self) -> None:
+        """Stops making clones ahead and drops the one not handed out."""
+        self._closing.set()
+        if self._maker is not None:
+            self._maker.join()
+        with contextlib.suppress(queue.Empty):
+            made = self._ahead.get_nowait()
+            if isinstance(made, str):
+                asyncio.run(self.drop_database(with_database(self.admin_dsn, made)))
 
     async def drop_database(self, dsn: str) -> None:
         name = urlsplit(dsn).path.lstrip("/")
@@ -79,10 +133,20 @@ class PgServer:
             await conn.close()
 
     def stop(self) -> None:
+        self.close()
         if self._stop:
             subprocess.run(self._stop, check=False, capture_output=True, user=_pg_user())
         if self._cleanup_dir:
             shutil.rmtree(self._cleanup_dir, ignore_errors=True)
+
+
+async def _create(conn: asyncpg.Connection, *, migrated: bool) -> str:
+    name = f"test_{os.getpid()}_{next(_counter)}"
+    # FILE_COPY (PostgreSQL 15+) clones a small template about 3x faster than WAL_LOG.
+    fast = " STRATEGY FILE_COPY" if conn.get_server_version().major >= 15 else ""
+    template = f" TEMPLATE {TEMPLATE}{fast}" if migrated else ""
+    await conn.execute(f"CREATE DATABASE {name}{template}")
+    return name
 
 
 def _pg_user() -> str | None:
