@@ -33,9 +33,9 @@ def with_database(dsn: str, name: str) -> str:
 class PgServer:
     """A running server with a migrated template database to clone per test.
 
-    The clones are made one ahead, in a thread of their own, while the test before runs: a
-    CREATE DATABASE (a checkpoint and a copy of the template) took 0.14 s here, about a sixth
-    of the suite's time when each test waited for its own."""
+    The clones are made ahead (one ready, the next in the making), in a thread of their own,
+    while the tests run: a CREATE DATABASE (a checkpoint and a copy of the template) took
+    0.14 s here, about a sixth of the suite's time when each test waited for its own."""
 
     def __init__(
         self,
@@ -90,7 +90,7 @@ class PgServer:
         return with_database(self.admin_dsn, made)
 
     async def _make_ahead(self) -> None:
-        """The maker thread: a clone at a time, each handed over before the next is made."""
+        """The maker thread: a clone at a time; one waits to be taken while the next is made."""
         try:
             conn = await asyncpg.connect(self.admin_dsn)
         except Exception as exc:
