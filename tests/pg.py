@@ -94,25 +94,28 @@ class PgServer:
         try:
             conn = await asyncpg.connect(self.admin_dsn)
         except Exception as exc:
-            self._ahead.put(exc)
+            self._hand(exc)
             return
         try:
             while not self._closing.is_set():
                 try:
                     name = await _create(conn, migrated=True)
                 except Exception as exc:
-                    self._ahead.put(exc)
+                    self._hand(exc)
                     return
-                while True:
-                    try:
-                        self._ahead.put(name, timeout=0.2)
-                        break
-                    except queue.Full:
-                        if self._closing.is_set():
-                            await conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-                            return
+                if not self._hand(name):
+                    await conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+                    return
         finally:
             await conn.close()
+
+    def _hand(self, made: str | BaseException) -> bool:
+        """Waits until `made` can wait to be taken; False once the session is closing."""
+        while not self._closing.is_set():
+            with contextlib.suppress(queue.Full):
+                self._ahead.put(made, timeout=0.2)
+                return True
+        return False
 
     def close(self) -> None:
         """Stops making clones ahead and drops the one not handed out."""
