@@ -530,7 +530,9 @@ async def test_gzip_bombs_do_not_stall_the_event_loop(harness: Harness, gzip_bom
     assert await stop(server) == 0
     p99 = statistics.quantiles(latencies, n=100)[98]
     assert set(answers) == {401, 413}
-    assert p99 < 0.05
+    # A bomb inflated whole would hold the loop for seconds; 0.25 s leaves room for a busy
+    # machine (p99 50.8 ms once on 2 cores with two test suites running).
+    assert p99 < 0.25
     assert rss < 200 * 2**20
     report(
         f"\n{len(answers)} gzip bombs (1 GiB each) answered 401/413; /health p99 "
