@@ -322,10 +322,7 @@ async def test_deleting_a_user_erases_them_everywhere_and_the_log_still_verifies
         done = verify_export(exported.splitlines())
         assert done[0] == 0, done
         # The reporting view of activity, once the async projection has read the erasure.
-        pool = app[POOL]
-        for projection in ASYNC:
-            while await catch_up_once(pool, projection):
-                pass
+        await _followed(app, conn)
         names = await conn.fetch(
             "SELECT DISTINCT actor_name FROM reporting.activity_by_actor_day WHERE actor_id = $1",
             f"user:{user_id}",
@@ -487,9 +484,7 @@ async def test_after_erasure_no_dump_export_or_table_file_holds_the_person(
         await admin.erase_user(conn, user_id)
         # A control: the same search finds a person who was not erased.
         await create_user(client, {"name": "Bystander Zygmunt-Q", "email": "zq@keep.example"})
-        for projection in ASYNC:
-            while await catch_up_once(app[POOL], projection):
-                pass
+        await _followed(app, conn)
         # ANALYZE first: it updates pg_statistic, whose old rows VACUUM FULL then removes.
         await conn.execute("ANALYZE")
         await conn.execute("VACUUM FULL")
