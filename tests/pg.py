@@ -14,12 +14,16 @@ import subprocess
 import tempfile
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import psutil
 
 from service import connections, migrations
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 PG15_BIN = Path("/usr/lib/postgresql/15/bin")
 TEMPLATE = "flags_template"
@@ -35,7 +39,9 @@ class PgServer:
 
     The clones are made ahead (one ready, the next in the making), in a thread of their own,
     while the tests run: a CREATE DATABASE (a checkpoint and a copy of the template) took
-    0.14 s here, about a sixth of the suite's time when each test waited for its own."""
+    0.14 s here, about a sixth of the suite's time when each test waited for its own. Every
+    database made is recorded until dropped, and `close()` drops those left (a test that was
+    interrupted, or a clone made for a test that never took it)."""
 
     def __init__(
         self,
@@ -52,6 +58,8 @@ class PgServer:
         self._ahead: queue.Queue[str | BaseException] = queue.Queue(maxsize=1)
         self._closing = threading.Event()
         self._maker: threading.Thread | None = None
+        self._made: set[str] = set()  # made and not yet dropped (the maker thread adds too)
+        self._made_lock = threading.Lock()
         asyncio.run(self._prepare())
 
     async def _prepare(self) -> None:
@@ -72,7 +80,7 @@ class PgServer:
         if not migrated:
             conn = await asyncpg.connect(self.admin_dsn)
             try:
-                return with_database(self.admin_dsn, await _create(conn, migrated=False))
+                return with_database(self.admin_dsn, await _create(conn, self._record))
             finally:
                 await conn.close()
         if self._maker is None:
@@ -80,14 +88,31 @@ class PgServer:
                 target=asyncio.run,
                 args=(self._make_ahead(),),
                 name=f"clones-{self.label}",
-                daemon=True,  # an interrupted session does not wait for it
+                # Not waited for at the interpreter's exit: close() stops it, and when close()
+                # was never reached (a session killed) nothing is left to wait for.
+                daemon=True,
             )
             self._maker.start()
-        made = await asyncio.to_thread(self._ahead.get)
+        made = await asyncio.to_thread(self._take)
         if isinstance(made, BaseException):
-            self._ahead.put(made)  # every later test fails with it too
+            # The maker stopped after handing it over: the next test starts another (a
+            # connection lost fails one test, as when each test made its own database).
+            await asyncio.to_thread(self._maker.join)
+            self._maker = None
             raise made
         return with_database(self.admin_dsn, made)
+
+    def _take(self) -> str | BaseException:
+        """The clone made ahead, or why it could not be made; waits in short turns so that a
+        test cancelled meanwhile leaves no thread waiting after the session has closed."""
+        while not self._closing.is_set():
+            with contextlib.suppress(queue.Empty):
+                return self._ahead.get(timeout=0.2)
+        return RuntimeError("the test session is closing")
+
+    def _record(self, name: str) -> None:
+        with self._made_lock:
+            self._made.add(name)
 
     async def _make_ahead(self) -> None:
         """The maker thread: a clone at a time; one waits to be taken while the next is made."""
@@ -99,13 +124,12 @@ class PgServer:
         try:
             while not self._closing.is_set():
                 try:
-                    name = await _create(conn, migrated=True)
+                    name = await _create(conn, self._record, template=TEMPLATE)
                 except Exception as exc:
                     self._hand(exc)
                     return
                 if not self._hand(name):
-                    await conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-                    return
+                    return  # close() drops it
         finally:
             await conn.close()
 
@@ -118,14 +142,14 @@ class PgServer:
         return False
 
     def close(self) -> None:
-        """Stops making clones ahead and drops the one not handed out."""
+        """Stops making clones ahead and drops every database made and not dropped yet."""
         self._closing.set()
         if self._maker is not None:
             self._maker.join()
-        with contextlib.suppress(queue.Empty):
-            made = self._ahead.get_nowait()
-            if isinstance(made, str):
-                asyncio.run(self.drop_database(with_database(self.admin_dsn, made)))
+        with self._made_lock:
+            left = sorted(self._made)
+        for name in left:
+            asyncio.run(self.drop_database(with_database(self.admin_dsn, name)))
 
     async def drop_database(self, dsn: str) -> None:
         name = urlsplit(dsn).path.lstrip("/")
@@ -134,6 +158,8 @@ class PgServer:
             await conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
         finally:
             await conn.close()
+        with self._made_lock:
+            self._made.discard(name)
 
     def stop(self) -> None:
         self.close()
@@ -143,12 +169,17 @@ class PgServer:
             shutil.rmtree(self._cleanup_dir, ignore_errors=True)
 
 
-async def _create(conn: asyncpg.Connection, *, migrated: bool) -> str:
+async def _create(
+    conn: asyncpg.Connection, record: Callable[[str], None], template: str | None = None
+) -> str:
+    """A new database, empty or a clone of `template`; its name is recorded before it exists
+    (an interrupted CREATE DATABASE leaves nothing, or something for close() to drop)."""
     name = f"test_{os.getpid()}_{next(_counter)}"
+    record(name)
     # FILE_COPY (PostgreSQL 15+) clones a small template about 3x faster than WAL_LOG.
     fast = " STRATEGY FILE_COPY" if conn.get_server_version().major >= 15 else ""
-    template = f" TEMPLATE {TEMPLATE}{fast}" if migrated else ""
-    await conn.execute(f"CREATE DATABASE {name}{template}")
+    clone = f" TEMPLATE {template}{fast}" if template else ""
+    await conn.execute(f"CREATE DATABASE {name}{clone}")
     return name
 
 
