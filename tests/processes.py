@@ -245,6 +245,31 @@ async def wait_refused(port: int) -> None:
         await asyncio.sleep(0.05)
 
 
+def _server_sockets(port: int) -> list[int]:
+    """The unread bytes (Recv-Q) of each established connection accepted on `port` here."""
+    unread = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(FileNotFoundError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                local, state, queues = fields[1], fields[3], fields[4]
+                if state == "01" and int(local.rsplit(":", 1)[1], 16) == port:
+                    unread.append(int(queues.split(":")[1], 16))
+    return unread
+
+
+async def wait_read(port: int, connections: int) -> None:
+    """Until the server on `port` holds this many connections and has read what each sent (a
+    fixed sleep could end before the server had read them, under load)."""
+    deadline = time.monotonic() + 10
+    while True:
+        unread = _server_sockets(port)
+        if len(unread) >= connections and not any(unread):
+            return
+        assert time.monotonic() < deadline, f"port {port}: {unread} unread bytes after 10 s"
+        await asyncio.sleep(0.02)
+
+
 def postmaster_pid(data_dir: Path) -> int:
     return int((data_dir / "pg" / "postmaster.pid").read_text().splitlines()[0])
 

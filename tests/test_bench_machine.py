@@ -41,7 +41,7 @@ def test_the_probe_samples_until_stopped_and_leaves_no_file(tmp_path: Path) -> N
     probe.start()
     time.sleep(0.5)
     assert list(tmp_path.iterdir()) == []  # unlinked as soon as it was open
-    time.sleep(0.5)
+    time.sleep(1.0)
     probe.stop()
     everything = probe.between()
     assert probe.error is None
@@ -65,14 +65,12 @@ def test_a_probe_whose_disk_fails_keeps_what_it_sampled_and_nothing_more(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A flush that raised is not one still waiting: no phantom stall grows after it."""
-    real = os.fdatasync
     calls = []
 
-    def failing_after_two(fd: int) -> None:
+    def failing_after_two(fd: int) -> None:  # no disk at all: a busy one stalls 0.1-0.8 s
         calls.append(fd)
         if len(calls) > 2:
             raise OSError(5, "Input/output error")
-        real(fd)
 
     monkeypatch.setattr(os, "fdatasync", failing_after_two)
     probe = machine.FlushProbe(tmp_path)

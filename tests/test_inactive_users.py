@@ -194,11 +194,11 @@ async def test_a_user_who_signs_in_during_the_delete_survives(
     async with app[POOL].acquire() as blocker, blocker.transaction():
         await blocker.execute("SELECT 1 FROM users WHERE id = $1 FOR UPDATE", user["id"])
         signing_in = asyncio.ensure_future(sign_in(client, "sleeper"))
-        await asyncio.sleep(0.5)  # the sign-in now waits for the row, as the delete will
+        await lanes_blocked(app, 1)  # the sign-in (its password checked) waits for the row
         deleting = asyncio.ensure_future(
             client.post(DELETE, json={"ids": [user["id"]]}, headers=ADMIN)
         )
-        await asyncio.sleep(0.2)
+        await lanes_blocked(app, 2)  # and the delete behind it
     resp, _ = await signing_in
     assert resp.status == 200
     assert (await deleting).status == 200
@@ -217,10 +217,10 @@ async def test_ten_thousand_ids_in_one_request(client: Client, app: web.Applicat
 
 
 async def lanes_blocked(app: web.Application, lanes: int) -> None:
-    """Waits until this many lanes of deletions wait for a row lock. (Fixed sleeps let the
-    test depend on timing: two requests that came in the same turn went into one lane's
-    batch, leaving the other lane free for the next request alone.) Asked on a connection of
-    its own: in a transaction pg_stat_activity stays as first read."""
+    """Waits until this many sessions (lanes of deletions) wait for a row lock. (Fixed sleeps
+    let the test depend on timing: two requests that came in the same turn went into one
+    lane's batch, leaving the other lane free for the next request alone.) Asked on a
+    connection of its own: in a transaction pg_stat_activity stays as first read."""
     for _ in range(400):
         locked = await app[POOL].fetchval(
             "SELECT count(*) FROM pg_stat_activity"

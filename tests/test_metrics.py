@@ -17,7 +17,7 @@ from aiohttp.test_utils import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from projections.registry import ASYNC
-from service import bootstrap, connections, eventstore, migrations, store
+from service import bootstrap, connections, eventstore, metrics, migrations, store
 from service.app import create_app
 from service.appkeys import POOL
 from service.metrics import CONTENT_TYPE, METRICS, Metrics
@@ -108,6 +108,14 @@ def assert_histograms_match_counts(found: Scrape) -> None:
         assert [n for _, n in ladder] == sorted(n for _, n in ladder)
 
 
+@pytest.fixture
+def patient_scrapes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests that want the database's series: a scrape waits for them 5 s instead of 0.5, so
+    that a busy machine's slow read is not taken for a database that is down."""
+    monkeypatch.setattr(metrics, "DATABASE_SECONDS", 5.0)
+
+
+@pytest.mark.usefixtures("patient_scrapes")
 async def test_a_scrape_counts_the_traffic_sent_by_route_template(
     client: Client, app: web.Application, settings: Settings
 ) -> None:
@@ -236,6 +244,7 @@ async def test_a_rolled_back_transaction_counts_no_event(
 ACTOR = factories.TEST_ACTOR
 
 
+@pytest.mark.usefixtures("patient_scrapes")
 async def test_the_endpoint_needs_no_token(client: Client) -> None:
     for headers in (None, {"Authorization": "*:*.not-a-token"}, ADMIN):
         found = await scrape(client, headers)
@@ -282,7 +291,7 @@ async def timed_scrape(client: Client) -> tuple[Scrape, float]:
 
 
 def assert_answered_without_the_database(found: Scrape, seconds: float) -> None:
-    assert seconds < 1.0
+    assert seconds < metrics.DATABASE_SECONDS + 1.0  # not the pool's or the database's timeouts
     assert found.value("flagstore_database_up") == 0
     assert "flagstore_projection_lag_events" not in found.families  # no stale value
     assert found.value("flagstore_http_requests_total", method="GET", route=SCRAPE, status="200")

@@ -359,9 +359,13 @@ async def test_deleting_inactive_users_erases_each_with_an_event(
 
 @pytest.fixture
 async def delayed(dsn: str, aiohttp_client: AiohttpClient) -> Client:
-    """A client of an app that erases 30 days after a deletion (ERASURE_DELAY_DAYS=30)."""
+    """A client of an app that erases 30 days after a deletion (ERASURE_DELAY_DAYS=30); its
+    own runner looks once a day, leaving the erasures that fall due to the test's calls."""
     delayed = Settings(
-        database_url=dsn, init_admin_api_tokens=(ADMIN_TOKEN,), erasure_delay_days=30
+        database_url=dsn,
+        init_admin_api_tokens=(ADMIN_TOKEN,),
+        erasure_delay_days=30,
+        erasure_interval_seconds=86400,
     )
     conn = await connections.connect(dsn)
     try:

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.process
 
 CLIENT_SECRET = re.compile(r"^\*:development\.[0-9a-f]{64}$")
-DRAIN_SECONDS = 1.0
+DRAIN_SECONDS = 2.5  # the checks inside it take a new client session each: room for a busy machine
 SHUTDOWN_TIMEOUT = 3.0  # in-flight requests get this long after the drain
 
 
@@ -459,8 +459,9 @@ async def test_a_request_stuck_in_the_database_does_not_hold_up_the_stop(
         await asyncio.sleep(0.5)
         started = time.monotonic()
         server.proc.send_signal(signal.SIGTERM)
-        assert await wait_exit(server, timeout=10) == 0
-        assert time.monotonic() - started < 8  # 2 s for requests, then at most ~5 s more
+        assert await wait_exit(server, timeout=15) == 0
+        # 2 s for requests, then at most ~5 s more; room for a busy machine, not for a hang
+        assert time.monotonic() - started < 12
         with contextlib.suppress(aiohttp.ClientError, TimeoutError):
             await stuck
     finally:

@@ -128,7 +128,7 @@ async def test_the_runner_wakes_on_notify(any_dsn: str, any_conn: Conn) -> None:
     try:
         await asyncio.sleep(0.2)
         await append(any_conn, [noted(1), noted(2), noted(3)])
-        async with asyncio.timeout(3):  # well under the 5 s poll: NOTIFY woke it
+        async with asyncio.timeout(4):  # under the 5 s poll: NOTIFY woke it (0.5 s coalescing)
             while await any_conn.fetchval("SELECT sum(events) FROM activity_daily") != 3:
                 await asyncio.sleep(0.05)
     finally:

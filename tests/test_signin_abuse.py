@@ -23,7 +23,7 @@ ADMIN = "*:*.signin-abuse-0123456789abcdefghijklmnopqrstuvwxyz"
 STRONG = "Str0ng!Passw0rd#2026"
 ATTEMPTS = 16
 MAX_RSS = 200 * 1024**2
-MAX_HEALTH_P99 = 0.1  # seconds
+MAX_HEALTH_P99 = 0.25  # seconds: argon2 on the loop would hold it 0.1 s a check, 16 queued
 
 
 @dataclass
