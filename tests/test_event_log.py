@@ -524,9 +524,13 @@ SECRET_KEYS = {
 }
 
 
+USER_NAMED = {"parameters"}  # maps whose keys users choose (a strategy's): data, not fields
+
+
 def _keys(value: Any) -> set[str]:
     if isinstance(value, dict):
-        return set(value) | {k for item in value.values() for k in _keys(item)}
+        inside = {k for key, item in value.items() for k in _keys(item) if key not in USER_NAMED}
+        return set(value) | inside
     if isinstance(value, list):
         return {k for item in value for k in _keys(item)}
     return set()

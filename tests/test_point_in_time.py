@@ -86,6 +86,7 @@ def feature_paths(name: str, project: str) -> list[str]:
         f"/api/admin/features/{name}/tags",
         f"/api/admin/projects/{project}/features",
         f"/api/admin/projects/{project}",
+        "/api/admin/projects",  # its flag count
     ]
 
 
@@ -237,6 +238,7 @@ async def project(w: World) -> None:
         "/api/admin/projects",
         "/api/admin/projects/p1",
         "/api/admin/projects/p1/features",
+        "/api/admin/environments",  # the projects each environment is enabled in
     ]
     if "p1" not in w.projects:
         await w.call("POST", "/api/admin/projects", {"id": "p1", "name": "P1"})
