@@ -121,12 +121,16 @@ async def test_reader_following_the_log_misses_nothing(any_dsn: str) -> None:
                     return
                 await asyncio.sleep(0)
 
+    read = asyncio.create_task(reader())
     try:
-        read = asyncio.create_task(reader())
         await asyncio.gather(*(writer(w) for w in range(writers)))
         done.set()
         await read
     finally:
+        # A writer that failed, or a cancelled test (Ctrl-C), leaves the reader looping: the
+        # pool's close would wait for its connection forever.
+        read.cancel()
+        await asyncio.gather(read, return_exceptions=True)
         await pool.close()
     total = writers * per_writer * 2
     assert seen == list(range(1, total + 1))
