@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from projections.base import Projection
-from projections.writes import Delete, Greatest, Insert, Table, Update, Write
-from service.users.events import (
+from eventlog.events.users import (
     PasswordChanged,
     PersonalAccessTokenCreated,
     PersonalAccessTokenDeleted,
@@ -24,11 +22,13 @@ from service.users.events import (
     UsersImported,
     UserUpdated,
 )
+from projections.base import Projection
+from projections.writes import Delete, Greatest, Insert, Table, Update, Write
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from service.codec import RecordedEvent
+    from eventlog.codec import RecordedEvent
 
 USERS = Table("users", ("id",))
 USER_PASSWORDS = Table("user_passwords", ("user_id",))

@@ -6,13 +6,13 @@ from __future__ import annotations
 from datetime import UTC
 from typing import TYPE_CHECKING
 
+from eventlog.events.privacy import PersonalDataErased
+from eventlog.privacy.crypto import PLACEHOLDER
 from projections.base import Projection
 from projections.writes import Count, Table, Update, Write
-from service.privacy.crypto import PLACEHOLDER
-from service.privacy.events import PersonalDataErased
 
 if TYPE_CHECKING:
-    from service.codec import RecordedEvent
+    from eventlog.codec import RecordedEvent
 
 ACTIVITY_DAILY = Table("activity_daily", ("day", "actor_kind", "actor_id"), keyed_only=True)
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from eventlog.events.api_tokens import ApiTokenCreated, ApiTokenDeleted
 from projections.base import Projection
 from projections.writes import Delete, Insert, Table, Write
-from service.api_tokens.events import ApiTokenCreated, ApiTokenDeleted
 
 if TYPE_CHECKING:
-    from service.codec import RecordedEvent
+    from eventlog.codec import RecordedEvent
 
 API_TOKENS = Table("api_tokens", ("id",))
 

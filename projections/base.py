@@ -6,11 +6,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from eventlog.codec import RecordedEvent
 from projections.writes import Table, Write
-from service.codec import RecordedEvent
 
 if TYPE_CHECKING:
-    from service.events import Event
+    from eventlog.events.base import Event
 
 Writes = Callable[[RecordedEvent], list[Write]]
 

@@ -8,10 +8,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from projections import shapes
-from projections.base import Projection
-from projections.writes import Delete, Insert, Table, Update, Write
-from service.features.events import (
+from eventlog.events.features import (
     DependencyAdded,
     DependencyRemoved,
     EnvironmentVariantsSet,
@@ -30,9 +27,12 @@ from service.features.events import (
     StrategyUpdated,
     Variant,
 )
+from projections import shapes
+from projections.base import Projection
+from projections.writes import Delete, Insert, Table, Update, Write
 
 if TYPE_CHECKING:
-    from service.codec import RecordedEvent
+    from eventlog.codec import RecordedEvent
 
 FEATURES = Table("features", ("name",))
 FEATURE_ENVIRONMENTS = Table("feature_environments", ("feature_name", "environment"))

@@ -4,21 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from typing import TYPE_CHECKING
 
-import asyncpg
 import structlog
 
+import eventlog
+from eventlog import connections
+from eventlog.logs import Throttled
+from eventlog.notify import RELISTEN_POLL_SECONDS, Listener, first_set
 from projections import writes
 from projections.rebuild import reading_of
 from projections.registry import ASYNC
-from service import connections, eventstore
-from service.logs import Throttled
 
 if TYPE_CHECKING:
+    import asyncpg
+
+    from eventlog.connections import Conn
     from projections.base import Projection
-    from service.connections import Conn
 
 log = structlog.get_logger()
 
@@ -47,9 +49,7 @@ async def catch_up_once(pool: asyncpg.Pool, projection: Projection, batch: int =
             return 0
         # Only what the projection reads (rebuild.reading_of): each import's users, say, are
         # neither sent nor opened for activity_daily, which reads metadata and erasures only.
-        records, upto = await eventstore.read_next(
-            conn, checkpoint, reading_of((projection,)), batch
-        )
+        records, upto = await eventlog.read_next(conn, checkpoint, reading_of((projection,)), batch)
         if upto <= checkpoint:
             return 0
         await writes.execute(conn, [w for r in records for w in projection.writes(r)])
@@ -61,7 +61,7 @@ async def projection_lags(conn: Conn) -> dict[str, int]:
     """Events each async projection is behind the log's head (for the metrics). The checkpoints
     are read before the head, which only grows: a lag is never below 0."""
     rows = await conn.fetch(CHECKPOINTS, [projection.name for projection in ASYNC])
-    head = await eventstore.head(conn)
+    head = await eventlog.head(conn)
     return {row["name"]: head - row["position"] for row in rows}
 
 
@@ -102,86 +102,4 @@ async def run_async_projections(pool: asyncpg.Pool, dsn: str, stop: asyncio.Even
         await listener.close()
 
 
-# While not listening, look at the log this often (and try to listen again, with backoff).
-RELISTEN_POLL_SECONDS = 0.25
-BACKOFF_FIRST_SECONDS = 0.25
-BACKOFF_MAX_SECONDS = 5.0
 _unavailable = Throttled("projection_database_unavailable", every=10.0)
-
-
-class Listener:
-    """The LISTEN connection: opened at start, and again, with backoff, whenever it is lost."""
-
-    def __init__(self, dsn: str, wake: asyncio.Event) -> None:
-        self.dsn = dsn
-        self.wake = wake
-        self.conn: asyncpg.Connection | None = None
-        self.attempts = 0
-        self.next_attempt = 0.0
-        self.lost_at: float | None = time.monotonic()
-
-    @property
-    def open(self) -> bool:
-        return self.conn is not None and not self.conn.is_closed()
-
-    async def reopen(self) -> bool:
-        """Try to listen again if the backoff allows; True when listening anew."""
-        now = time.monotonic()
-        if self.conn is not None:  # lost since the last look
-            self.conn.terminate()
-            self.conn = None
-            self.lost_at = now
-            log.warning("projection_listen_lost", retry_in=BACKOFF_FIRST_SECONDS)
-        if now < self.next_attempt:
-            return False
-        self.attempts += 1
-        try:
-            conn = await asyncpg.connect(self.dsn, timeout=connections.CONNECT_TIMEOUT)
-            await conn.add_listener(eventstore.NOTIFY_CHANNEL, self._notified)
-        except Exception as exc:
-            if not connections.is_unavailable(exc) and not isinstance(exc, asyncpg.PostgresError):
-                raise
-            delay = min(BACKOFF_MAX_SECONDS, BACKOFF_FIRST_SECONDS * 2 ** (self.attempts - 1))
-            self.next_attempt = now + delay
-            # Each attempt while the backoff grows, then one line a minute.
-            if delay < BACKOFF_MAX_SECONDS or self.attempts % 12 == 0:
-                log.warning(
-                    "projection_listen_failed",
-                    attempt=self.attempts,
-                    retry_in=delay,
-                    error=type(exc).__name__,
-                )
-            return False
-        conn.add_termination_listener(self._lost)
-        self.conn = conn
-        log.info(
-            "projection_listening",
-            attempts=self.attempts,
-            down_seconds=round(now - (self.lost_at or now), 3),
-        )
-        self.attempts = 0
-        self.next_attempt = 0.0
-        self.lost_at = None
-        return True
-
-    def _notified(self, *_args: object) -> None:
-        self.wake.set()
-
-    def _lost(self, _conn: object) -> None:
-        self.wake.set()  # the loop notices the closed connection and listens again
-
-    async def close(self) -> None:
-        if self.conn is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self.conn.close(), 1.0)
-            self.conn = None
-
-
-async def first_set(*events: asyncio.Event) -> None:
-    """Returns once any of these events is set."""
-    waiters = [asyncio.ensure_future(e.wait()) for e in events]
-    try:
-        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for waiter in waiters:
-            waiter.cancel()

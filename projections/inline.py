@@ -10,8 +10,8 @@ from projections.registry import INLINE, reading
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from service.codec import RecordedEvent
-    from service.connections import Conn
+    from eventlog.codec import RecordedEvent
+    from eventlog.connections import Conn
 
 
 async def apply_inline(conn: Conn, records: Sequence[RecordedEvent]) -> None:

@@ -17,8 +17,8 @@ from projections.writes import Count, Delete, Greatest, Insert, Table, Update
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
+    from eventlog.connections import Conn
     from projections.writes import Write
-    from service.connections import Conn
 
 Key = Any  # a one-column key's value, or the tuple of a wider key's values
 Row = dict[str, Any]

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from projections.base import Projection
-from projections.writes import Delete, Insert, Table, Update, Write
-from service.projects.events import (
+from eventlog.events.projects import (
     EnvironmentCreated,
     ProjectArchived,
     ProjectCreated,
     ProjectEnvironmentDisabled,
     ProjectEnvironmentEnabled,
 )
+from projections.base import Projection
+from projections.writes import Delete, Insert, Table, Update, Write
 
 if TYPE_CHECKING:
-    from service.codec import RecordedEvent
+    from eventlog.codec import RecordedEvent
 
 ENVIRONMENTS = Table("environments", ("name",))
 PROJECTS = Table("projects", ("id",))

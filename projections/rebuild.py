@@ -7,20 +7,20 @@ import functools
 import gc
 from typing import TYPE_CHECKING
 
+import eventlog
+from eventlog import Reading
 from projections import writes
 from projections.memory import MemoryTables
 from projections.registry import ALL, reading
-from service import eventstore
-from service.eventstore import Reading
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
 
+    from eventlog.connections import Conn
+    from eventlog.events.base import Event
     from projections.base import Projection, Writes
     from projections.registry import Group
     from projections.writes import Table
-    from service.connections import Conn
-    from service.events import Event
 
 READ_BATCH = 5_000
 # A rebuild follows a moving head this many times at most (writers faster than it).
@@ -118,7 +118,7 @@ async def rebuild(
         await memory.copy_into(conn)
         return count
     count = 0
-    async for records in eventstore.read_all(conn, after=after, upto=limit, batch=READ_BATCH):
+    async for records in eventlog.read_all(conn, after=after, upto=limit, batch=READ_BATCH):
         await writes.execute(
             conn,
             [
@@ -168,7 +168,7 @@ async def rebuild_to_head(conn: Conn, backlog: int) -> tuple[int, int]:
     memory = MemoryTables(table_specs())
     done = count = 0
     for _ in range(FOLLOW_ROUNDS):
-        head = await eventstore.head(conn)
+        head = await eventlog.head(conn)
         if done and head - done <= backlog:
             break
         count += await _in_memory(conn, memory, dict.fromkeys(names(), head), done, head, among=ALL)
@@ -194,7 +194,7 @@ async def _in_memory(  # noqa: PLR0913 - a rebuild's parts
     apply = memory.apply
     with _no_gc():
         read = source or reading_of(among)
-        async for records in eventstore.read_log(conn, after, limit, read, READ_BATCH):
+        async for records in eventlog.read_log(conn, after, limit, read, READ_BATCH):
             for record in records:
                 kind = type(record.event)
                 found = targets.get(kind)

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, NamedTuple
 from projections import accounts, activity, api_tokens, features, projects, segments
 
 if TYPE_CHECKING:
+    from eventlog.events.base import Event
     from projections.base import Projection
-    from service.events import Event
 
 INLINE: tuple[Projection, ...] = (
     api_tokens.PROJECTION,

@@ -13,6 +13,10 @@ import asyncpg
 import msgspec
 import structlog
 
+import eventlog
+from eventlog import connections
+from eventlog.connections import set_search_path
+from eventlog.privacy import master
 from projections.follower import SAVE_CHECKPOINT
 from projections.rebuild import (
     add_keys,
@@ -25,13 +29,10 @@ from projections.rebuild import (
 )
 from projections.registry import ASYNC, GROUPS
 from projections.worker import DSN_VARIABLE
-from service import connections, eventstore
-from service.connections import set_search_path
-from service.privacy import master
 
 if TYPE_CHECKING:
+    from eventlog.connections import Conn
     from projections.writes import Table
-    from service.connections import Conn
 
 log = structlog.get_logger()
 
@@ -79,7 +80,7 @@ async def replay(conn: Conn, dsn: str | None = None) -> int:
         async with conn.transaction():
             await create_scratch(conn, REPLAY_SCHEMA, indexes=False)
         started = time.perf_counter()
-        head = await eventstore.head(conn)
+        head = await eventlog.head(conn)
         if dsn is not None and head >= PARALLEL_FROM:
             count, done, workers = await _in_workers(dsn, head), head, len(GROUPS)
             rebuilt = time.perf_counter()
@@ -92,7 +93,7 @@ async def replay(conn: Conn, dsn: str | None = None) -> int:
                 await add_keys(conn, REPLAY_SCHEMA)
             workers = 0
         keyed = time.perf_counter()
-        head = await eventstore.head(conn)
+        head = await eventlog.head(conn)
         if head - done > 0:
             async with conn.transaction():
                 await conn.execute(set_search_path(REPLAY_SCHEMA))
@@ -200,7 +201,7 @@ async def _swap(conn: Conn, done: int) -> Swapped:
                     "SELECT name FROM projection_checkpoints ORDER BY name FOR UPDATE"
                 )
                 await conn.execute(f"LOCK TABLE {', '.join(tables())} IN EXCLUSIVE MODE")
-                last = await eventstore.lock_head(conn)
+                last = await eventlog.lock_head(conn)
                 locked = time.perf_counter()
                 await conn.execute("SET LOCAL lock_timeout = 0")
                 await conn.execute(set_search_path(REPLAY_SCHEMA))

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from eventlog.events.features import SegmentCreated, SegmentDeleted, SegmentUpdated
 from projections import shapes
 from projections.base import Projection
 from projections.writes import Delete, Insert, Table, Update, Write
-from service.features.events import SegmentCreated, SegmentDeleted, SegmentUpdated
 
 if TYPE_CHECKING:
-    from service.codec import RecordedEvent
+    from eventlog.codec import RecordedEvent
 
 SEGMENTS = Table("segments", ("id",))
 

@@ -10,7 +10,7 @@ import msgspec
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from service.features.events import Constraint, Payload, StrategyVariant, Variant
+    from eventlog.events.features import Constraint, Payload, StrategyVariant, Variant
 
 
 class ConstraintColumn(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):

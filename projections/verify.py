@@ -8,18 +8,19 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+import eventlog
+from eventlog import checks
+from eventlog.codec import UnknownEventType, decode
+from eventlog.connections import set_search_path
+from eventlog.privacy.crypto import SealError
+from eventlog.privacy.keys import all_for_reading
+from eventlog.privacy.master import masters
 from projections.rebuild import create_scratch, rebuild
 from projections.registry import ALL
-from service import eventstore
-from service.codec import UnknownEventType, decode
-from service.connections import set_search_path
-from service.privacy.crypto import SealError
-from service.privacy.keys import all_for_reading
-from service.privacy.master import masters
 
 if TYPE_CHECKING:
+    from eventlog.connections import Conn
     from projections.base import Projection
-    from service.connections import Conn
 
 GENESIS = bytes(32)
 MAX_PROBLEMS = 50
@@ -55,7 +56,7 @@ async def verify(conn: Conn) -> Report:
         await _check_positions(conn, report)
         await _check_streams(conn, report)
         await _check_chain(conn, report)
-        for position in await eventstore.underived(conn, MAX_PROBLEMS):
+        for position in await checks.underived(conn, MAX_PROBLEMS):
             report.problems.append(
                 f"event {position}: kind, project or actor_user_id is not what the event gives"
             )
@@ -69,7 +70,7 @@ async def verify(conn: Conn) -> Report:
 
 
 async def _check_positions(conn: Conn, report: Report) -> None:
-    positions = await eventstore.positions(conn)
+    positions = await checks.positions(conn)
     report.events = positions.count
     if positions.count and (positions.low != 1 or positions.high != positions.count):
         report.problems.append(
@@ -83,8 +84,8 @@ async def _check_positions(conn: Conn, report: Report) -> None:
 
 
 async def _check_streams(conn: Conn, report: Report) -> None:
-    report.streams = await eventstore.stream_count(conn)
-    for stream in await eventstore.inconsistent_streams(conn):
+    report.streams = await checks.stream_count(conn)
+    for stream in await checks.inconsistent_streams(conn):
         report.problems.append(
             f"stream {stream.stream_type}/{stream.stream_key}: {stream.events} events, "
             f"last version {stream.last_version}, streams table says {stream.recorded_version}"
@@ -95,7 +96,7 @@ async def _check_chain(conn: Conn, report: Report) -> None:
     previous = GENESIS
     expected_position = 1
     keys = await all_for_reading(conn, masters())
-    async for link in eventstore.chain(conn):
+    async for link in checks.chain(conn):
         if len(report.problems) >= MAX_PROBLEMS:
             report.problems.append("too many problems; stopped checking the chain")
             return
@@ -124,7 +125,7 @@ async def _check_read_models(conn: Conn, report: Report) -> None:
     built before, still name them (until the follower applies the PersonalDataErased event).
     The catching up rewrites the name of each row that gets an event past the checkpoint (as
     the follower will): a wrong name there shows only once the follower is at the head."""
-    head = await eventstore.head(conn)
+    head = await eventlog.head(conn)
     checkpoints = {
         r["name"]: r["position"]
         for r in await conn.fetch("SELECT name, position FROM projection_checkpoints")

@@ -17,10 +17,10 @@ import time
 import msgspec
 import uvloop
 
+from eventlog import connections
+from eventlog.privacy import master
 from projections.rebuild import rebuild_group
 from projections.registry import GROUPS
-from service import connections
-from service.privacy import master
 
 DSN_VARIABLE = "FLAGSTORE_REBUILD_DSN"
 

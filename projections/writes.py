@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from service.connections import Conn
+    from eventlog.connections import Conn
 
 
 class Table(NamedTuple):

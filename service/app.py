@@ -11,12 +11,13 @@ import asyncpg
 import msgspec
 from aiohttp import web
 
+from eventlog import connections, migrations
 from projections.follower import projection_lags, run_async_projections
-from service import auth, connections, docs, migrations, openapi
+from projections.inline import apply_inline
+from service import auth, docs, openapi
 from service.api_tokens import handlers as api_tokens
 from service.appkeys import (
     CLIENT_FEED,
-    COMMITS,
     LIFECYCLE,
     OPENAPI,
     PAST_READS,
@@ -26,8 +27,7 @@ from service.appkeys import (
     SCHEMA_VERSION,
     SETTINGS,
     TOKEN_USAGE,
-    Commits,
-    Lifecycle,
+    WORK,
     Resolver,
 )
 from service.audit import handlers as audit
@@ -37,18 +37,24 @@ from service.errors import NotReady
 from service.features.handlers import clone, dependencies, flags, segments, strategies, tags
 from service.frontend import handlers as frontend
 from service.frontend.engine import FRONTEND_ENGINES, Engines
-from service.http import BODY_LIMIT, MIDDLEWARES, Content, Route, expect, json_response
+from service.http.answers import json_response
+from service.http.middlewares import MIDDLEWARES
+from service.http.requests import BODY_LIMIT, expect
+from service.http.routes import Content, Route
+from service.lifecycle import Lifecycle
 from service.metrics import METRICS, Metrics, prometheus
 from service.privacy import erasure
 from service.projects import handlers as projects
 from service.telemetry import handlers as telemetry
 from service.telemetry import retention
+from service.users import deletions
 from service.users.failures import FAILED_SIGN_INS, FailedSignIns
 from service.users.handlers import inactive, search, service_accounts, sessions, tokens, users
 from service.users.limits import SIGN_IN_LIMITS, SignInLimits
 from service.users.passwords import HASHING, PasswordHashing
 from service.users.records import Records
 from service.users.usage import TokenUsage
+from service.work import AfterCommit, Committed, Work
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Coroutine
@@ -57,7 +63,7 @@ if TYPE_CHECKING:
 
 VERSION = importlib.metadata.version("flagstore")
 READY_TIMEOUT = 2.0
-PAST_READS_AT_ONCE = 2  # one a core here: the others wait (service/audit/past.py)
+PAST_READS_AT_ONCE = 2  # one a core here: the others wait (service/http/past.py)
 CLOSE_SECONDS = 2.0  # each of the runner and the pool get this long to stop, then are cut
 
 
@@ -138,17 +144,20 @@ def create_app(
     app[RESOLVER] = cached
     app[LIFECYCLE] = Lifecycle()
     app[SCHEMA_VERSION] = len(migrations.load_migrations())
-    commits = app[COMMITS] = Commits()
-    commits.watchers.setdefault(auth.API_TOKEN_STREAM, []).append(tokens.forget)
     app[ROUTE_TABLE] = {}
     app[PAST_READS] = asyncio.Semaphore(PAST_READS_AT_ONCE)
     metrics = app[METRICS] = Metrics(projection_lags)
-    usage = app[TOKEN_USAGE] = TokenUsage(metrics.committed)
+    # What follows each commit, in this order (the feed is added with the pool, below).
+    after = AfterCommit()
+    after.add(lambda committed: metrics.committed(committed.appends))
+    after.add(_forgetting_tokens(tokens))
+    work = app[WORK] = Work(apply_inline, after)
+    usage = app[TOKEN_USAGE] = TokenUsage(work)
     app[HASHING] = PasswordHashing(settings.password_hash_concurrency)
     app[SIGN_IN_LIMITS] = SignInLimits.from_settings(settings)
-    failures = app[FAILED_SIGN_INS] = FailedSignIns(metrics.committed)
+    failures = app[FAILED_SIGN_INS] = FailedSignIns(work)
     app[FRONTEND_ENGINES] = Engines()
-    app[inactive.DELETIONS] = inactive.deletions(app)
+    app[deletions.DELETIONS] = deletions.deletions(app)
     app[search.RECORDS] = Records()
     app[OPENAPI] = msgspec.json.encode(openapi.document(ROUTES, VERSION))
     for route in ROUTES:
@@ -159,9 +168,10 @@ def create_app(
         app[POOL] = await connections.create_pool(
             dsn, settings.db_pool_size, settings.db_command_timeout_seconds
         )
-        feed = app[CLIENT_FEED] = Feed(app[POOL], dsn, commits.watchers)
-        commits.listeners.append(feed.committed)
-        commits.positioned |= RELEVANT
+        # The feed also sees other replicas' changes to API tokens in the log.
+        watchers = {auth.API_TOKEN_STREAM: [tokens.forget]}
+        feed = app[CLIENT_FEED] = Feed(app[POOL], dsn, watchers)
+        after.add(lambda committed: feed.committed(committed.position), positions_of=RELEVANT)
         yield
         metrics.database.close()
         try:
@@ -174,7 +184,7 @@ def create_app(
         # what is still counted is recorded before the pool closes
         "failed_sign_ins": lambda stop: failures.run(app[POOL], stop),
         "erasures": lambda stop: erasure.run(
-            app[POOL], stop, settings.erasure_interval_seconds, metrics.committed
+            app[POOL], stop, settings.erasure_interval_seconds, work
         ),
         "search_records": app[search.RECORDS].run,
         "telemetry_retention": lambda stop: retention.run(
@@ -187,6 +197,17 @@ def create_app(
     app.cleanup_ctx.append(database)
     app.cleanup_ctx.extend(_in_background(task) for task in background.values())
     return app
+
+
+def _forgetting_tokens(tokens: auth.CachedTokens) -> Callable[[Committed], None]:
+    """The cache of API tokens forgets them once a change to one committed here, before the
+    request that made it is answered."""
+
+    def forget(committed: Committed) -> None:
+        if auth.API_TOKEN_STREAM in committed.stream_types:
+            tokens.forget()
+
+    return forget
 
 
 def _in_background(

@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING, Final, Literal
 
 import msgspec
 
-from service.events import Metadata
+from eventlog.events.base import Metadata
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     import asyncpg
 
-    from service.connections import Conn
+    from eventlog.connections import Conn
 
 ActorKind = Literal["api-token", "user", "service-account", "system"]
 

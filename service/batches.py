@@ -19,7 +19,7 @@ import contextvars
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Generic, TypeVar
 
-from service import connections
+from eventlog import connections
 
 Command = TypeVar("Command")
 

@@ -16,21 +16,27 @@ import asyncpg
 import msgspec
 import uvloop
 
+import eventlog
+from eventlog import connections, migrations
+from eventlog.errors import ConfigError
+from eventlog.logs import configure_logging
+from eventlog.privacy import keys, master
+from projections.inline import apply_inline
 from projections.replay import ReplayBusy, WorkerFailed, replay
 from projections.verify import verify
-from service import connections, embedded, eventstore, migrations, reporting, serving
+from service import embedded, reporting, serving
 from service.audit import report
-from service.errors import AppError, ConfigError
-from service.logs import configure_logging
-from service.privacy import admin, keys, master
+from service.errors import AppError
+from service.privacy import admin
 from service.settings import Settings, load_settings
 from service.users import importer
+from service.work import Work
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterator, Mapping
     from types import FrameType
 
-    from service.connections import Conn
+    from eventlog.connections import Conn
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -240,7 +246,9 @@ async def _import_users(conn: Conn, args: argparse.Namespace, _dsn: str) -> int:
     try:
         # The CLI runs this one task: reading the file blocks nobody else.
         with Path(path).open(encoding="utf-8", errors="surrogateescape") as lines:  # noqa: ASYNC230
-            outcome = await importer.import_users(conn, lines, source=Path(path).name)
+            outcome = await importer.import_users(
+                Work(apply_inline), conn, lines, source=Path(path).name
+            )
     except OSError as exc:
         print(f"error: cannot read {path}: {exc.strerror}", file=sys.stderr)
         return 2
@@ -274,7 +282,7 @@ async def _reporting_user(conn: Conn, args: argparse.Namespace, dsn: str) -> int
 async def _erase_user(conn: Conn, args: argparse.Namespace, _dsn: str) -> int:
     """Exit 1 when the user still exists, or the id is no deleted person's."""
     try:
-        lines = await admin.erase_user(conn, args.id)
+        lines = await admin.erase_user(Work(apply_inline), conn, args.id)
     except admin.Refused as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -299,7 +307,7 @@ async def export(conn: Conn, out: TextIO, *, after: int = 0) -> int:
     encoder = msgspec.json.Encoder()
     count = 0
     async with conn.transaction(isolation="repeatable_read", readonly=True):
-        async for event in eventstore.export(conn, after):
+        async for event in eventlog.export(conn, after):
             out.write(encoder.encode(event).decode() + "\n")
             count += 1
     return count

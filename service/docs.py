@@ -16,7 +16,8 @@ from aiohttp import web
 
 from service import auth, errors
 from service.appkeys import OPENAPI
-from service.http import Content, Route, takes_gzip
+from service.http.requests import takes_gzip
+from service.http.routes import Content, Route
 
 PAGE_PATH: Final = "/docs/openapi/"
 DOCUMENT_PATH: Final = "/docs/openapi.json"

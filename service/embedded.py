@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import psutil
 
-from service.errors import ConfigError
+from eventlog.errors import ConfigError
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+from eventlog.errors import (
+    LogError,
+    PartialDuplicate,
+    Unavailable,
+    WrongExpectedVersion,
+)
+
 
 class AppError(Exception):
     """A failure the client caused or may see; the error middleware renders it as JSON."""
@@ -125,10 +132,6 @@ class ServiceUnavailable(AppError):
     retry_after = 2
 
 
-class ConfigError(Exception):
-    """A setting or environment problem found at start-up; the CLI prints it and exits 2."""
-
-
 class WeakPassword(AppError):
     """A password that fails the OWASP strength rules Unleash applies."""
 
@@ -156,3 +159,16 @@ class InvalidOperation(AppError):
 
     status = 403
     name = "InvalidOperationError"  # Unleash's name for it
+
+
+def from_log(exc: AppError | LogError) -> AppError:
+    """What a failure of the event log's layer means to a client: a key store that cannot open
+    what it should is a 503 (another replica may answer), an append that another one overtook
+    a 409. A domain error is itself."""
+    if isinstance(exc, AppError):
+        return exc
+    if isinstance(exc, Unavailable):
+        return ServiceUnavailable(str(exc))
+    if isinstance(exc, (WrongExpectedVersion, PartialDuplicate)):
+        return Conflict(str(exc))
+    return AppError(str(exc))

@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     import asyncpg
     from prometheus_client.metrics_core import Metric
 
-    from service.connections import Conn
-    from service.store import Appended
+    from eventlog.connections import Conn
+    from service.work import Appended
 
 # The Prometheus text format (version 0.0.4), which every scraper reads.
 CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
@@ -117,7 +117,7 @@ class Metrics:
         series[1].observe(seconds)
 
     def committed(self, appends: Sequence[Appended]) -> None:
-        """The appends of a transaction whose COMMIT succeeded (service.store.transaction)."""
+        """The appends of a transaction whose COMMIT succeeded (service/work.py)."""
         for append in appends:
             self._append_seconds.observe(append.seconds)
             for event_type in append.types:

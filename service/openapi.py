@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Final
 import msgspec
 
 from service import auth, errors
-from service.audit.instants import INSTANT_PATTERN
-from service.http import PAST, Content, Param, Route
+from service.http.instants import INSTANT_PATTERN
+from service.http.routes import PAST, Content, Param, Route
 
 if TYPE_CHECKING:
-    from service.http import Handler
+    from service.http.routes import Handler
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence

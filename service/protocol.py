@@ -26,8 +26,8 @@ import structlog
 from aiohttp import web
 from aiohttp.http_exceptions import LineTooLong
 
+from eventlog.logs import Throttled
 from service.errors import HeaderFieldsTooLarge
-from service.logs import Throttled
 
 if TYPE_CHECKING:
     from aiohttp.web_request import BaseRequest

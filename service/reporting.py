@@ -13,7 +13,7 @@ from urllib.parse import quote, unquote, urlsplit, urlunsplit
 import asyncpg
 
 if TYPE_CHECKING:
-    from service.connections import Conn
+    from eventlog.connections import Conn
 
 REPORTING_ROLE = "flagstore_reporting"
 # Unquoted PostgreSQL identifiers as they are stored (lower case), at most NAMEDATALEN - 1.

@@ -12,10 +12,13 @@ from typing import TYPE_CHECKING
 import structlog
 from aiohttp import web
 
-from service import bootstrap, connections, embedded, migrations, protocol
+from eventlog import connections, migrations
+from eventlog.errors import ConfigError
+from projections.inline import apply_inline
+from service import bootstrap, embedded, protocol
 from service.app import create_app
 from service.appkeys import LIFECYCLE
-from service.errors import ConfigError
+from service.work import Work
 
 if TYPE_CHECKING:
     from service.settings import Settings
@@ -54,7 +57,7 @@ async def serve(
             await migrations.migrate(conn)
         else:
             await migrations.require_schema(conn)
-        new_token = await bootstrap.seed(conn, settings.init_admin_api_tokens)
+        new_token = await bootstrap.seed(Work(apply_inline), conn, settings.init_admin_api_tokens)
     finally:
         await conn.close()
     if new_token is not None:

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from service.errors import ConfigError
+from eventlog.errors import ConfigError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

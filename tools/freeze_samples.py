@@ -20,8 +20,10 @@ from pathlib import Path
 
 import msgspec
 
-from service import codec, connections, embedded, eventstore, migrations
-from service.events import Metadata
+import eventlog
+from eventlog import codec, connections, migrations
+from eventlog.events.base import Metadata
+from service import embedded
 
 SAMPLES = Path(__file__).resolve().parent.parent / "tests" / "stored_events"
 SAMPLE_NAME = re.compile(r"^(\w+)\.v(\d+)\.json$")
@@ -69,7 +71,7 @@ async def store(dsn: str, missing: list[tuple[str, int, codec.DomainEvent]]) -> 
         for name, version, event in missing:
             async with conn.transaction():
                 stream = ("sample", uuid.uuid4().hex)
-                await eventstore.append(conn, stream, "no-stream", [event], ACTOR)
+                await eventlog.append(conn, stream, "no-stream", [event], ACTOR)
                 data = await conn.fetchval(
                     "SELECT data::text FROM events WHERE stream_key = $1", stream[1]
                 )

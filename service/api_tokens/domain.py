@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Literal, cast
 
-from service.api_tokens.events import ApiTokenCreated, ApiTokenDeleted
+from eventlog.events.api_tokens import ApiTokenCreated, ApiTokenDeleted
 from service.auth import hash_secret, secret_hint
 from service.errors import NotFound, ValidationError
 from service.names import validate_name

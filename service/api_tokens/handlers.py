@@ -5,12 +5,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from service import auth, store
+from service import auth
 from service.api_tokens import domain, queries
 from service.api_tokens.commands import CreateApiToken
 from service.api_tokens.responses import ApiToken, ApiTokenList
-from service.audit.past import reading
-from service.http import Route, actor, empty, json_response, read_json, transaction
+from service.http.answers import empty, json_response
+from service.http.past import reading
+from service.http.requests import actor, read_json, unit_of_work
+from service.http.routes import Route
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -24,20 +26,20 @@ async def list_api_tokens(request: web.Request) -> web.Response:
 
 async def create_api_token(request: web.Request) -> web.Response:
     cmd = await read_json(request, CreateApiToken)
-    async with transaction(request) as conn:
-        known = await conn.fetchrow(queries.KNOWN_SCOPES)
+    async with unit_of_work(request) as uow:
+        known = await uow.conn.fetchrow(queries.KNOWN_SCOPES)
         assert known is not None  # a SELECT without FROM always has its row
         event, secret = domain.create_api_token(
             cmd,
-            token_id=await conn.fetchval(queries.NEXT_TOKEN_ID),
+            token_id=await uow.conn.fetchval(queries.NEXT_TOKEN_ID),
             random=auth.new_secret(),
             environments=set(known["environments"]),
             projects=set(known["projects"]),
             now=datetime.now(UTC),
         )
         stream = domain.stream(event.token_id)
-        await store.append(conn, stream, [event], actor(request), new=True)
-        row = await conn.fetchrow(queries.GET_TOKEN, event.token_id)
+        await uow.append(stream, [event], actor(request), new=True)
+        row = await uow.conn.fetchrow(queries.GET_TOKEN, event.token_id)
     assert row is not None  # written or locked in this transaction
     return json_response(ApiToken.from_row(row, secret), status=201)
 
@@ -45,13 +47,13 @@ async def create_api_token(request: web.Request) -> web.Response:
 async def delete_api_token(request: web.Request) -> web.Response:
     """By id, or, as Unleash clients do, by the secret itself (found by its hash)."""
     key = request.match_info["id"]
-    async with transaction(request) as conn:
+    async with unit_of_work(request) as uow:
         if key.isascii() and key.isdigit() and len(key) <= 18:
-            row = await conn.fetchrow(queries.LOCK_TOKEN, int(key))
+            row = await uow.conn.fetchrow(queries.LOCK_TOKEN, int(key))
         else:
-            row = await conn.fetchrow(queries.LOCK_TOKEN_BY_HASH, auth.hash_secret(key))
+            row = await uow.conn.fetchrow(queries.LOCK_TOKEN_BY_HASH, auth.hash_secret(key))
         event = domain.delete_api_token(None if row is None else (row["id"], row["token_name"]))
-        await store.append(conn, domain.stream(event.token_id), [event], actor(request))
+        await uow.append(domain.stream(event.token_id), [event], actor(request))
     return empty()
 
 

@@ -9,17 +9,13 @@ from typing import TYPE_CHECKING, Annotated, Final
 
 import msgspec
 
-from service import auth, eventstore
+import eventlog
+from eventlog.connections import sharing, snapshot_of
+from service import auth
 from service.appkeys import POOL
-from service.audit import queries, states
+from service.audit import logsearch, queries, states
 from service.audit.diff import entity_of_stream
-from service.audit.instants import (
-    AS_INSTANT,
-    DAY_OR_TIME_PATTERN,
-    INSTANT_OR_NOW_PATTERN,
-    INSTANT_PATTERN,
-    day_or_time,
-)
+from service.audit.logsearch import LogFilter
 from service.audit.responses import (
     AuditDiff,
     EventList,
@@ -28,19 +24,17 @@ from service.audit.responses import (
     LogEvent,
     log_event,
 )
-from service.connections import sharing, snapshot_of
 from service.errors import ValidationError
-from service.eventstore import LogFilter
-from service.http import (
-    Count,
-    Param,
-    Positive,
-    Route,
-    int_param,
-    json_response,
-    principal,
-    query_param,
+from service.http.answers import json_response
+from service.http.instants import (
+    AS_INSTANT,
+    DAY_OR_TIME_PATTERN,
+    INSTANT_OR_NOW_PATTERN,
+    INSTANT_PATTERN,
+    day_or_time,
 )
+from service.http.requests import int_param, principal, query_param
+from service.http.routes import Count, Param, Positive, Route
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -125,24 +119,22 @@ async def _read(  # noqa: PLR0913 - a search's parts
     pool = request.app[POOL]
     async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
         if since is not None:
-            first = await eventstore.first_at_or_after(conn, since)
-            found = _bounded(
-                found, since=await eventstore.head(conn) if first is None else first - 1
-            )
+            first = await eventlog.first_at_or_after(conn, since)
+            found = _bounded(found, since=await eventlog.head(conn) if first is None else first - 1)
         if until is not None:
-            first = await eventstore.first_at_or_after(conn, until)
+            first = await eventlog.first_at_or_after(conn, until)
             if first is not None:
                 found = _bounded(found, until=first)
         counting = asyncio.create_task(_count_aside(pool, await snapshot_of(conn), found))
         try:
-            page = await eventstore.search(
+            page = await logsearch.search(
                 conn, found, limit=limit, offset=offset, after=after, before=before
             )
             context = await queries.contexts(conn, page)
         finally:
             total = await counting
         if total is None:  # no second connection free: counted here, after the page
-            total = await eventstore.count(conn, found)
+            total = await logsearch.count(conn, found)
     events = [log_event(e, context[e.recorded.position]) for e in page if e.recorded.position]
     return events, total
 
@@ -152,7 +144,7 @@ async def _count_aside(pool: asyncpg.Pool, snapshot: str, found: LogFilter) -> i
     one while holding its first could wait forever, every connection held by such searches."""
     try:
         async with sharing(pool, snapshot, wait=SECOND_CONNECTION_WAIT) as conn:
-            return await eventstore.count(conn, found)
+            return await logsearch.count(conn, found)
     except TimeoutError:
         return None
 

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import msgspec
 
-from service.api_tokens.events import ApiTokenCreated, ApiTokenDeleted
-from service.features.events import (
+from eventlog.events.api_tokens import ApiTokenCreated, ApiTokenDeleted
+from eventlog.events.features import (
     EnvironmentVariantsSet,
     FeatureCloned,
     FeatureCreated,
@@ -23,7 +23,7 @@ from service.features.events import (
     StrategyUpdated,
     Variant,
 )
-from service.users.events import (
+from eventlog.events.users import (
     PersonalAccessTokenCreated,
     PersonalAccessTokenDeleted,
     ServiceAccountCreated,
@@ -38,8 +38,8 @@ from service.users.events import (
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from service.codec import DomainEvent
-    from service.eventstore import LogEntry
+    from eventlog.codec import DomainEvent
+    from service.audit.logsearch import LogEntry
 
 # The events each kind of stream is folded from (what a preData or the tags depend on).
 FOLDED: Final[dict[str, tuple[str, ...]]] = {

@@ -4,21 +4,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from service import eventstore
-from service.audit import history
-from service.users.events import UserCreated, UserDeleted, UsersImported, UserUpdated
+from eventlog.events.users import UserCreated, UserDeleted, UsersImported, UserUpdated
+from service.audit import history, logsearch
 
 if TYPE_CHECKING:
-    from service.connections import Conn
-    from service.eventstore import LogEntry
-    from service.users.events import UserRecord
+    from eventlog.connections import Conn
+    from eventlog.events.users import UserRecord
+    from service.audit.logsearch import LogEntry
 
 
 async def contexts(conn: Conn, page: list[LogEntry]) -> dict[int, history.Context]:
     """For each event of a page, by position: its preData's state, a flag's tags, its project."""
     upto = history.streams_to_fold(page)
     types = sorted({t for stream_type, _ in upto for t in history.FOLDED.get(stream_type, ())})
-    folded = await eventstore.stream_history(conn, upto, types)
+    folded = await logsearch.stream_history(conn, upto, types)
     return history.fold(page, folded, await _imported(conn, page, folded))
 
 
@@ -39,7 +38,7 @@ async def _imported(
                 firsts[user] = min(firsts.get(user, record.position), record.position)
     found: dict[int, UserRecord] = {}
     for user, before in firsts.items():
-        batch = await eventstore.import_of_user(conn, user, before)
+        batch = await logsearch.import_of_user(conn, user, before)
         if batch is not None and isinstance(batch.recorded.event, UsersImported):
             found |= {u.user_id: u for u in batch.recorded.event.users if u.user_id == user}
     return found

@@ -16,8 +16,8 @@ from service.audit.responses import AuditDiff
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from eventlog.connections import Conn
     from projections.memory import MemoryTables
-    from service.connections import Conn
 
 _encoder = msgspec.json.Encoder()
 STATE_FILE = "state.json"

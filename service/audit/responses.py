@@ -14,11 +14,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from service.api_tokens.events import ApiTokenCreated, ApiTokenDeleted
-from service.audit.diff import EntityChange, Point
-from service.audit.history import Context, Tag
-from service.events import Event
-from service.features.events import (
+from eventlog.events.api_tokens import ApiTokenCreated, ApiTokenDeleted
+from eventlog.events.base import Event
+from eventlog.events.features import (
     DependencyAdded,
     DependencyRemoved,
     EnvironmentVariantsSet,
@@ -39,14 +37,14 @@ from service.features.events import (
     StrategyRemoved,
     StrategyUpdated,
 )
-from service.projects.events import (
+from eventlog.events.projects import (
     EnvironmentCreated,
     ProjectArchived,
     ProjectCreated,
     ProjectEnvironmentDisabled,
     ProjectEnvironmentEnabled,
 )
-from service.users.events import (
+from eventlog.events.users import (
     PersonalAccessTokenCreated,
     PersonalAccessTokenDeleted,
     ServiceAccountCreated,
@@ -59,10 +57,12 @@ from service.users.events import (
     UsersImported,
     UserUpdated,
 )
+from service.audit.diff import EntityChange, Point
+from service.audit.history import Context, Tag
 
 if TYPE_CHECKING:
-    from service.codec import DomainEvent
-    from service.eventstore import LogEntry
+    from eventlog.codec import DomainEvent
+    from service.audit.logsearch import LogEntry
 
 # Keys whose values are secrets or stand for one: never shown, at any depth.
 _SECRET_KEYS: Final = frozenset({"secret_hash", "password_hash", "session_hash"})

@@ -7,16 +7,16 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
 
+import eventlog
 from projections.entities import PARTS, secret_columns
 from projections.memory import MemoryTables, TrackedTables, layouts
 from projections.rebuild import in_memory, table_specs
 from projections.registry import INLINE
-from service import eventstore
 from service.audit.diff import EntityChange, Point, Reading, diff
-from service.audit.instants import parse_instant
+from service.http.instants import parse_instant
 
 if TYPE_CHECKING:
-    from service.connections import Conn
+    from eventlog.connections import Conn
 
 JSON_COLUMNS = """
 SELECT c.relname AS table_name, a.attname AS column_name
@@ -44,14 +44,14 @@ async def layout(conn: Conn) -> Layout:
 async def position(conn: Conn, instant: str | None, name: str) -> int:
     """The position of an instant as a command or route gives it (None: now)."""
     if instant is None:
-        return await eventstore.head(conn)
+        return await eventlog.head(conn)
     return await parse_instant(instant, name).position_in(conn)
 
 
 async def point(conn: Conn, position: int) -> Point:
     return Point(
         position=position,
-        recorded_at=await eventstore.time_of(conn, position) if position else None,
+        recorded_at=await eventlog.time_of(conn, position) if position else None,
     )
 
 

@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING
 import msgspec
 import structlog
 
-from projections.follower import RELISTEN_POLL_SECONDS, Listener, first_set
-from service import connections, eventstore
+import eventlog
+from eventlog import connections
+from eventlog.logs import Throttled
+from eventlog.notify import RELISTEN_POLL_SECONDS, Listener, first_set
 from service.client import model as m
 from service.client import queries
 from service.client.responses import (
@@ -30,14 +32,13 @@ from service.client.responses import (
     SegmentRemoved,
     SegmentUpdated,
 )
-from service.logs import Throttled
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
     import asyncpg
 
-    from service.connections import Conn
+    from eventlog.connections import Conn
 
 log = structlog.get_logger()
 
@@ -138,7 +139,7 @@ class Feed:
             self.pool.acquire() as conn,
             conn.transaction(isolation="repeatable_read", readonly=True),
         ):
-            head = await eventstore.head(conn)
+            head = await eventlog.head(conn)
             if head == old.head:
                 return
             found = await _changes(conn, old, head, moved)
@@ -278,7 +279,7 @@ async def _changes(conn: Conn, old: m.Model, head: int, moved: set[str]) -> _Fou
     if old.head < 0 or head < old.head or head - old.head > MOST_EVENTS:
         return None
     found = _Found(old.revision)
-    for change in await eventstore.changed_streams(conn, old.head, head):
+    for change in await eventlog.changed_streams(conn, old.head, head):
         moved.add(change.stream_type)
         if change.stream_type not in RELEVANT:
             continue
@@ -385,7 +386,7 @@ async def _rows(conn: Conn, names: list[str] | None, *, with_segments: bool) -> 
 
 async def _load_all(conn: Conn, head: int) -> m.Model:
     rows = await _rows(conn, None, with_segments=True)
-    revision = await eventstore.last_position_of(conn, sorted(RELEVANT))
+    revision = await eventlog.last_position_of(conn, sorted(RELEVANT))
     return m.Model(
         head=head,
         revision=revision,

@@ -12,21 +12,14 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from service import auth, connections, errors
-from service.appkeys import CLIENT_FEED, COMMITS, LIFECYCLE, POOL, RESOLVER
+from eventlog import connections
+from service import auth, errors
+from service.appkeys import CLIENT_FEED, LIFECYCLE, POOL, RESOLVER, WORK
 from service.client import model as m
 from service.client.responses import Feature, Features
-from service.http import (
-    Content,
-    Param,
-    Route,
-    etag_matches,
-    json_response,
-    principal,
-    query_param,
-    query_values,
-    takes_gzip,
-)
+from service.http.answers import json_response
+from service.http.requests import etag_matches, principal, query_param, query_values, takes_gzip
+from service.http.routes import Content, Param, Route
 
 if TYPE_CHECKING:
     from service.client.feed import Feed
@@ -88,7 +81,7 @@ def scope_of(request: web.Request) -> m.Scope:
 async def _model(request: web.Request) -> tuple[Feed, m.Model]:
     feed = request.app[CLIENT_FEED]
     try:
-        model = await feed.fresh(request.app[COMMITS].position)
+        model = await feed.fresh(request.app[WORK].after.position)
     except TimeoutError:
         raise errors.ServiceUnavailable("The flags are not loaded yet; try again shortly") from None
     return feed, model

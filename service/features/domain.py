@@ -14,9 +14,7 @@ from typing import TYPE_CHECKING, TypeVar, get_args
 
 import msgspec
 
-from service.errors import Conflict, InvalidOperation, NameExists, NotFound, ValidationError
-from service.features import commands
-from service.features.events import (
+from eventlog.events.features import (
     ClonedDependency,
     ClonedEnvironment,
     ClonedTag,
@@ -43,6 +41,8 @@ from service.features.events import (
     StrategyVariant,
     Variant,
 )
+from service.errors import Conflict, InvalidOperation, NameExists, NotFound, ValidationError
+from service.features import commands
 from service.names import validate_name
 
 if TYPE_CHECKING:

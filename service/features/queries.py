@@ -8,17 +8,17 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import msgspec
 
+import eventlog
+from eventlog.events.features import ClonedDependency, ClonedTag, StrategyData, Variant
 from projections.shapes import ConstraintColumn, StrategyVariantColumn, VariantColumn
-from service import eventstore
 from service.features import domain
-from service.features.events import ClonedDependency, ClonedTag, StrategyData, Variant
 
 if TYPE_CHECKING:
     import uuid
 
     import asyncpg
 
-    from service.connections import Conn
+    from eventlog.connections import Conn
 
 # --- rows of responses --------------------------------------------------------------------------
 
@@ -312,7 +312,7 @@ async def lock_clone_source(
     variants = msgspec.convert(
         _source_variants.decode(context["variants"]), dict[str, list[Variant]], from_attributes=True
     )
-    position = await eventstore.last_position(conn, domain.stream(source_name))
+    position = await eventlog.last_position(conn, domain.stream(source_name))
     clone_source = domain.CloneSource(
         name=source["name"],
         project=source["project"],

@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
 
-from service.features.events import FeatureCloned, FeatureCreated
+from eventlog.events.features import FeatureCloned, FeatureCreated
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     import asyncpg
 
-    from service.features.events import StrategyData
+    from eventlog.events.features import StrategyData
 
 
 class Constraint(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):

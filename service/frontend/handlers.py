@@ -12,21 +12,14 @@ import msgspec
 from aiohttp import web
 
 from service import auth, errors
-from service.appkeys import CLIENT_FEED, COMMITS, POOL, SETTINGS
+from service.appkeys import CLIENT_FEED, POOL, SETTINGS, WORK
 from service.client import model as m
 from service.frontend import context as ctx
 from service.frontend.commands import EvaluateContext
 from service.frontend.engine import FRONTEND_ENGINES, Evaluator
 from service.frontend.responses import FrontendFeatures
-from service.http import (
-    Content,
-    Param,
-    Route,
-    etag_matches,
-    forwarded_address,
-    principal,
-    read_json,
-)
+from service.http.requests import etag_matches, forwarded_address, principal, read_json
+from service.http.routes import Content, Param, Route
 from service.telemetry.commands import RegisterClientApplication, RegisterClientMetrics
 from service.telemetry.queries import record_metrics
 
@@ -93,7 +86,7 @@ async def _evaluator(request: web.Request, scope: m.Scope) -> Evaluator:
     """The scope's engine, with this process's own commits (read your own writes)."""
     feed = request.app[CLIENT_FEED]
     try:
-        model = await feed.fresh(request.app[COMMITS].position)
+        model = await feed.fresh(request.app[WORK].after.position)
     except TimeoutError:
         raise errors.ServiceUnavailable("The flags are not loaded yet; try again shortly") from None
     return await request.app[FRONTEND_ENGINES].evaluator(

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from service import eventstore, store
-from service.events import Metadata
-from service.privacy import erasure, keys
+from eventlog import checks
+from eventlog.events.base import Metadata
+from eventlog.privacy import keys
+from service.privacy import erasure
 
 if TYPE_CHECKING:
-    from service.connections import Conn
+    from eventlog.connections import Conn
+    from service.work import Work
 
 BY_HAND: Final = Metadata(
     actor_id="erase-user", actor_name="erase-user", actor_kind="system", source="system"
@@ -31,11 +33,11 @@ class NoSuchPerson(Refused):
     gets the id next, in every event written of them)."""
 
 
-async def erase_user(conn: Conn, person: int) -> list[str]:
+async def erase_user(work: Work, conn: Conn, person: int) -> list[str]:
     """Destroy a deleted person's key now (also one waiting for ERASURE_DELAY_DAYS); lines
     that say what was destroyed and what could not be."""
-    async with store.transaction(conn):
-        account_type = await conn.fetchval(ACCOUNT_TYPE, person)
+    async with work.begin(conn) as uow:
+        account_type = await uow.conn.fetchval(ACCOUNT_TYPE, person)
         if account_type == "Service Account":
             raise NoSuchPerson(
                 f"{person} is a service account: a machine, whose names are not personal data"
@@ -45,14 +47,14 @@ async def erase_user(conn: Conn, person: int) -> list[str]:
                 f"user {person} exists: delete it first (DELETE /api/admin/user-admin/{person}); "
                 "its key is then destroyed, at once or after ERASURE_DELAY_DAYS"
             )
-        before = await keys.status(conn, person)
-        found = await eventstore.personal_data_of(conn, person)
+        before = await keys.status(uow.conn, person)
+        found = await checks.personal_data_of(uow.conn, person)
         if before is None and found.sealed == found.plain == 0:
             raise NoSuchPerson(
                 f"no person with id {person} ever had personal data here: nothing to erase"
             )
         erased = await erasure.erase(
-            conn, [person], stream=erasure.batch_stream(), metadata=BY_HAND, reason="by-hand"
+            uow, [person], stream=erasure.batch_stream(), metadata=BY_HAND, reason="by-hand"
         )
     lines = []
     if not erased:

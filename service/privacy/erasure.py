@@ -15,16 +15,15 @@ from typing import TYPE_CHECKING, Final
 import asyncpg
 import structlog
 
-from service import store
-from service.events import Metadata
-from service.privacy import keys
-from service.privacy.events import PersonalDataErased
+from eventlog.events.base import Metadata
+from eventlog.events.privacy import PersonalDataErased
+from eventlog.privacy import keys
 
 if TYPE_CHECKING:
     from collections.abc import Collection
 
-    from service.connections import Conn
-    from service.store import Committed
+    from eventlog.connections import Conn
+    from service.work import UnitOfWork, Work
 
 log = structlog.get_logger("erasure")
 
@@ -38,7 +37,7 @@ def batch_stream() -> tuple[str, str]:
 
 
 async def erase(  # noqa: PLR0913 - the keys and the event's envelope
-    conn: Conn,
+    uow: UnitOfWork,
     persons: Collection[int],
     *,
     stream: tuple[str, str],
@@ -48,9 +47,9 @@ async def erase(  # noqa: PLR0913 - the keys and the event's envelope
 ) -> list[keys.Erased]:
     """Destroy these persons' keys and record it, in the caller's transaction; those already
     erased are left out (nothing recorded twice)."""
-    erased = await keys.destroy(conn, persons, now or datetime.now(UTC))
+    erased = await keys.destroy(uow.conn, persons, now or datetime.now(UTC))
     if erased:
-        await store.append(conn, stream, _erased_events(erased, reason), metadata)
+        await uow.append(stream, _erased_events(erased, reason), metadata)
     return erased
 
 
@@ -77,16 +76,16 @@ def _erased_events(erased: Collection[keys.Erased], reason: str) -> list[Persona
     ]
 
 
-async def erase_due(pool: asyncpg.Pool, committed: Committed | None = None) -> int:
+async def erase_due(pool: asyncpg.Pool, work: Work) -> int:
     """Every erasure that is due, in batches; how many persons were erased."""
     total = 0
     while True:
-        async with pool.acquire() as conn, store.transaction(conn, committed):
+        async with work.on(pool) as uow:
             now = datetime.now(UTC)
-            due = await keys.due(conn, now, BATCH)
+            due = await keys.due(uow.conn, now, BATCH)
             if due:
                 erased = await erase(
-                    conn, due, stream=batch_stream(), metadata=JOB, reason="delay-ended", now=now
+                    uow, due, stream=batch_stream(), metadata=JOB, reason="delay-ended", now=now
                 )
                 total += len(erased)
         if len(due) < BATCH:
@@ -118,12 +117,12 @@ async def run(
     pool: asyncpg.Pool,
     stop: asyncio.Event,
     interval: float,
-    committed: Committed | None = None,
+    work: Work,
 ) -> None:
     """Erase what is due at start, then every `interval` seconds until stopped."""
     while not stop.is_set():
         try:
-            if erased := await erase_due(pool, committed):
+            if erased := await erase_due(pool, work):
                 log.info("personal_data_erased", persons=erased)
             if await compact_keys(pool):
                 log.info("personal_keys_compacted")

@@ -6,15 +6,15 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from service.errors import Conflict, NameExists, NotFound, ValidationError
-from service.names import validate_name
-from service.projects.events import (
+from eventlog.events.projects import (
     EnvironmentCreated,
     ProjectArchived,
     ProjectCreated,
     ProjectEnvironmentDisabled,
     ProjectEnvironmentEnabled,
 )
+from service.errors import Conflict, NameExists, NotFound, ValidationError
+from service.names import validate_name
 
 if TYPE_CHECKING:
     from datetime import datetime

@@ -5,10 +5,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from service import auth, store
-from service.audit.past import reading
+from service import auth
 from service.errors import Conflict, NameExists, ValidationError
-from service.http import Link, Route, actor, empty, json_response, read_json, transaction
+from service.http.answers import empty, json_response
+from service.http.past import reading
+from service.http.requests import actor, read_json, unit_of_work
+from service.http.routes import Link, Route
 from service.names import validate_name
 from service.projects import domain, queries
 from service.projects.commands import CreateEnvironment, CreateProject, EnableEnvironment
@@ -41,25 +43,25 @@ async def get_project(request: web.Request) -> web.Response:
 
 async def create_project(request: web.Request) -> web.Response:
     cmd = await read_json(request, CreateProject)
-    async with transaction(request) as conn:
+    async with unit_of_work(request) as uow:
         event = domain.create_project(
             cmd,
-            exists=await conn.fetchval(queries.PROJECT_EXISTS, cmd.id),
-            environments=await queries.environment_names(conn),
+            exists=await uow.conn.fetchval(queries.PROJECT_EXISTS, cmd.id),
+            environments=await queries.environment_names(uow.conn),
             now=datetime.now(UTC),
         )
-        await store.append(conn, domain.project_stream(cmd.id), [event], actor(request), new=True)
-        found = await queries.active_project(conn, cmd.id)
+        await uow.append(domain.project_stream(cmd.id), [event], actor(request), new=True)
+        found = await queries.active_project(uow.conn, cmd.id)
     assert found is not None  # the inline projection wrote it in this transaction
     return json_response(ProjectDetail.from_rows(*found), status=201)
 
 
 async def archive_project(request: web.Request) -> web.Response:
     project_id = request.match_info["projectId"]
-    async with transaction(request) as conn:
-        project = await queries.lock_active_project(conn, project_id)
+    async with unit_of_work(request) as uow:
+        project = await queries.lock_active_project(uow.conn, project_id)
         event = domain.archive_project(project_id, project, now=datetime.now(UTC))
-        await store.append(conn, domain.project_stream(project_id), [event], actor(request))
+        await uow.append(domain.project_stream(project_id), [event], actor(request))
     return empty()
 
 
@@ -72,17 +74,17 @@ async def list_environments(request: web.Request) -> web.Response:
 async def create_environment(request: web.Request) -> web.Response:
     cmd = await read_json(request, CreateEnvironment)
     validate_name(cmd.name, "$.name", "Environment name")
-    async with transaction(request) as conn:
-        exists = await conn.fetchval(queries.ENVIRONMENT_EXISTS, cmd.name)
+    async with unit_of_work(request) as uow:
+        exists = await uow.conn.fetchval(queries.ENVIRONMENT_EXISTS, cmd.name)
         next_sort_order = 0
         if cmd.sort_order is None and not exists:
-            next_sort_order = await conn.fetchval(queries.NEXT_SORT_ORDER)
+            next_sort_order = await uow.conn.fetchval(queries.NEXT_SORT_ORDER)
         event = domain.create_environment(
             cmd, exists=exists, next_sort_order=next_sort_order, now=datetime.now(UTC)
         )
         stream = domain.environment_stream(cmd.name)
-        await store.append(conn, stream, [event], actor(request), new=True)
-        row = await conn.fetchrow(queries.ENVIRONMENT, cmd.name)
+        await uow.append(stream, [event], actor(request), new=True)
+        row = await uow.conn.fetchrow(queries.ENVIRONMENT, cmd.name)
     assert row is not None  # the inline projection wrote it in this transaction
     return json_response(Environment.from_row(row), status=201)
 
@@ -90,21 +92,21 @@ async def create_environment(request: web.Request) -> web.Response:
 async def enable_environment(request: web.Request) -> web.Response:
     project_id = request.match_info["projectId"]
     cmd = await read_json(request, EnableEnvironment)
-    async with transaction(request) as conn:
-        project = await queries.lock_active_project(conn, project_id)
-        known = await conn.fetchval(queries.ENVIRONMENT_EXISTS, cmd.environment)
+    async with unit_of_work(request) as uow:
+        project = await queries.lock_active_project(uow.conn, project_id)
+        known = await uow.conn.fetchval(queries.ENVIRONMENT_EXISTS, cmd.environment)
         event = domain.enable_environment(project_id, cmd.environment, project, known=known)
-        await store.append(conn, domain.project_stream(project_id), [event], actor(request))
+        await uow.append(domain.project_stream(project_id), [event], actor(request))
     return empty()
 
 
 async def disable_environment(request: web.Request) -> web.Response:
     project_id = request.match_info["projectId"]
     environment = request.match_info["environment"]
-    async with transaction(request) as conn:
-        project = await queries.lock_active_project(conn, project_id)
+    async with unit_of_work(request) as uow:
+        project = await queries.lock_active_project(uow.conn, project_id)
         event = domain.disable_environment(project_id, environment, project)
-        await store.append(conn, domain.project_stream(project_id), [event], actor(request))
+        await uow.append(domain.project_stream(project_id), [event], actor(request))
     return empty()
 
 

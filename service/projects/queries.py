@@ -10,7 +10,7 @@ from service.projects.domain import ActiveProject
 if TYPE_CHECKING:
     import asyncpg
 
-    from service.connections import Conn
+    from eventlog.connections import Conn
 
 PROJECT = """
 SELECT p.id, p.name, p.description, p.created_at, p.archived_at,

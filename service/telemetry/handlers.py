@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING, Final
 
 from service import auth
 from service.appkeys import POOL
-from service.http import Route, empty, principal, read_json
+from service.http.answers import empty
+from service.http.requests import principal, read_json
+from service.http.routes import Route
 from service.telemetry import queries
 from service.telemetry.commands import (
     RegisterClientApplication,

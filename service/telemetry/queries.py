@@ -10,7 +10,7 @@ import msgspec
 from service.telemetry.commands import instant
 
 if TYPE_CHECKING:
-    from service.connections import Conn
+    from eventlog.connections import Conn
     from service.telemetry.commands import RegisterClientMetrics
 
 _encode = msgspec.json.Encoder().encode

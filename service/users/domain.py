@@ -10,9 +10,7 @@ from typing import TYPE_CHECKING, Final
 
 import msgspec
 
-from service.auth import ROOT_ROLES
-from service.errors import NameExists, NotFound, PasswordMismatch, PatLimit, ValidationError
-from service.users.events import (
+from eventlog.events.users import (
     ImportedUser,
     PasswordChanged,
     PersonalAccessTokenCreated,
@@ -32,6 +30,8 @@ from service.users.events import (
     UsersImported,
     UserUpdated,
 )
+from service.auth import ROOT_ROLES
+from service.errors import NameExists, NotFound, PasswordMismatch, PatLimit, ValidationError
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence

@@ -11,19 +11,20 @@ from typing import TYPE_CHECKING, Final
 import structlog
 from aiohttp import web
 
-from service import connections, store
-from service.events import Metadata
-from service.logs import Throttled
+from eventlog import connections
+from eventlog.events.base import Metadata
+from eventlog.events.users import UserSignInFailed
+from eventlog.logs import Throttled
 from service.users import domain, queries
 from service.users.domain import SignInFailures
-from service.users.events import UserSignInFailed
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
 
     import asyncpg
 
-    from service.codec import DomainEvent
+    from eventlog.codec import DomainEvent
+    from service.work import Work
 
 log = structlog.get_logger()
 
@@ -38,9 +39,9 @@ class FailedSignIns:
     an unknown name is not counted anywhere), and each is forgotten a minute after its last
     record; the memory held is bounded by the attempts of about a minute."""
 
-    def __init__(self, committed: store.Committed | None = None) -> None:
+    def __init__(self, work: Work) -> None:
         self._accounts: dict[int, SignInFailures] = {}
-        self._committed = committed  # what the records appended, for the metrics
+        self._work = work
 
     def of(self, account_id: int) -> SignInFailures:
         return self._accounts.get(account_id, NOTHING)
@@ -106,13 +107,13 @@ class FailedSignIns:
 
     async def _record(self, pool: asyncpg.Pool, account_id: int, now: datetime) -> int:
         with self.deciding(account_id) as keep:
-            async with pool.acquire() as conn, store.transaction(conn, self._committed):
-                account = await queries.lock_account(conn, account_id)
+            async with self._work.on(pool) as uow:
+                account = await queries.lock_account(uow.conn, account_id)
                 event = domain.record_failed_sign_ins(account, self.of(account_id))
                 if event is not None and account is not None:
                     name = account.name or account.username or account.email
                     meta = account_metadata(account.id, name, request_id=None)
-                    await store.append(conn, domain.user_stream(account.id), [event], meta)
+                    await uow.append(domain.user_stream(account.id), [event], meta)
                 keep(SignInFailures(recorded_at=now), [event] if event else [])
         return 1 if event else 0
 

@@ -9,17 +9,17 @@ from typing import TYPE_CHECKING, TextIO
 
 import msgspec
 
-from service import store
+from eventlog.events.base import Metadata
+from eventlog.events.users import ImportedUser
 from service.errors import AppError, NameExists
-from service.events import Metadata
 from service.users import domain
 from service.users.commands import ImportLine
-from service.users.events import ImportedUser
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from service.connections import Conn
+    from eventlog.connections import Conn
+    from service.work import Work
 
 BATCH = 1000
 ATTEMPTS = 3  # of a batch whose e-mails or usernames were taken meanwhile
@@ -75,7 +75,9 @@ def parse_line(raw: bytes, now: datetime) -> ImportedUser:
     )
 
 
-async def import_users(conn: Conn, lines: TextIO | Iterable[str], *, source: str) -> ImportReport:
+async def import_users(
+    work: Work, conn: Conn, lines: TextIO | Iterable[str], *, source: str
+) -> ImportReport:
     """Batches of up to 1,000 lines, one `UsersImported` event each; a batch with a bad line
     is reported (line numbers) and writes nothing; users already there are skipped."""
     report = ImportReport()
@@ -86,10 +88,10 @@ async def import_users(conn: Conn, lines: TextIO | Iterable[str], *, source: str
         if text.strip():
             batch.append((number, text))
         if len(batch) == BATCH:
-            await _import_batch(conn, batch, source, report)
+            await _import_batch(work, conn, batch, source, report)
             batch = []
     if batch:
-        await _import_batch(conn, batch, source, report)
+        await _import_batch(work, conn, batch, source, report)
     if report.imported:
         # At once rather than when autovacuum comes by: statistics (search plans depend on how
         # many users a pattern matches) and the visibility map (search walks indexes that hold
@@ -101,7 +103,7 @@ async def import_users(conn: Conn, lines: TextIO | Iterable[str], *, source: str
 
 
 async def _import_batch(
-    conn: Conn, batch: list[tuple[int, str]], source: str, report: ImportReport
+    work: Work, conn: Conn, batch: list[tuple[int, str]], source: str, report: ImportReport
 ) -> None:
     now = datetime.now(UTC)
     users: list[ImportedUser] = []
@@ -119,7 +121,7 @@ async def _import_batch(
     # check and the append: the batch then writes nothing and is checked again.
     for _ in range(ATTEMPTS):
         try:
-            imported = await _append_batch(conn, users, source)
+            imported = await _append_batch(work, conn, users, source)
         except NameExists:
             continue
         report.imported += imported
@@ -129,9 +131,9 @@ async def _import_batch(
     report.batches_refused += 1
 
 
-async def _append_batch(conn: Conn, users: list[ImportedUser], source: str) -> int:
+async def _append_batch(work: Work, conn: Conn, users: list[ImportedUser], source: str) -> int:
     """One transaction: the batch's users that are not there yet, as one event; how many."""
-    async with conn.transaction():
+    async with work.begin(conn) as uow:
         existing = await conn.fetch(
             EXISTING,
             [u.email for u in users if u.email],
@@ -146,5 +148,5 @@ async def _append_batch(conn: Conn, users: list[ImportedUser], source: str) -> i
             return 0
         ids = [r[0] for r in await conn.fetch(NEW_IDS, len(fresh))]
         event = domain.import_users(fresh, ids=ids, source=source)
-        await store.append(conn, ("user-batch", str(uuid.uuid4())), [event], IMPORTER, new=True)
+        await uow.append(("user-batch", str(uuid.uuid4())), [event], IMPORTER, new=True)
         return len(fresh)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Final
 from aiohttp import web
 
 from service.errors import TooManyRequests
-from service.http import forwarded_address
+from service.http.requests import forwarded_address
 
 if TYPE_CHECKING:
     from collections.abc import Callable

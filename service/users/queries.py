@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from service.users.domain import Account
 
 if TYPE_CHECKING:
-    from service.connections import Conn
+    from eventlog.connections import Conn
 
 NEXT_USER_ID = "SELECT nextval('user_ids')"
 LIST_USERS = """

@@ -9,13 +9,15 @@ from typing import TYPE_CHECKING, Final
 
 import structlog
 
-from service import connections, store
-from service.events import SYSTEM
-from service.logs import Throttled
+from eventlog import connections
+from eventlog.events.base import SYSTEM
+from eventlog.logs import Throttled
 from service.users import domain
 
 if TYPE_CHECKING:
     import asyncpg
+
+    from service.work import Work
 
 log = structlog.get_logger()
 
@@ -28,9 +30,9 @@ class TokenUsage:
     """Last use per token since the last flush. One event per flush, not one write per request;
     several replicas each flush their own (the projection keeps the latest time)."""
 
-    def __init__(self, committed: store.Committed | None = None) -> None:
+    def __init__(self, work: Work) -> None:
         self._seen: dict[int, datetime] = {}
-        self._committed = committed  # what the flushes appended, for the metrics
+        self._work = work
 
     def seen(self, token_id: int) -> None:
         self._seen[token_id] = datetime.now(UTC)
@@ -42,8 +44,8 @@ class TokenUsage:
         event = domain.record_token_use(batch)
         assert event is not None  # the batch is not empty
         try:
-            async with pool.acquire() as conn, store.transaction(conn, self._committed):
-                await store.append(conn, STREAM, [event], SYSTEM)
+            async with self._work.on(pool) as uow:
+                await uow.append(STREAM, [event], SYSTEM)
         except Exception:
             for token_id, at in batch.items():  # keep them for the next try
                 self._seen[token_id] = max(at, self._seen.get(token_id, at))

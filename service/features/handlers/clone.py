@@ -6,12 +6,14 @@ import uuid
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from service import auth, store
+from service import auth
 from service.errors import NameExists
 from service.features import domain, queries
 from service.features.commands import CloneFeature
 from service.features.responses import Feature
-from service.http import Route, actor, json_response, read_json, transaction
+from service.http.answers import json_response
+from service.http.requests import actor, read_json, unit_of_work
+from service.http.routes import Route
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -24,10 +26,10 @@ def _new_id() -> str:
 async def clone_feature(request: web.Request) -> web.Response:
     source_name, project_id = request.match_info["featureName"], request.match_info["projectId"]
     cmd = await read_json(request, CloneFeature)
-    async with transaction(request) as conn:
+    async with unit_of_work(request) as uow:
         # The target project first: the copy reads which environments it has.
-        project_active = bool(await conn.fetchval(queries.LOCK_PROJECT_SHARED, project_id))
-        context = await queries.lock_clone_source(conn, source_name, project_id, cmd.name)
+        project_active = bool(await uow.conn.fetchval(queries.LOCK_PROJECT_SHARED, project_id))
+        context = await queries.lock_clone_source(uow.conn, source_name, project_id, cmd.name)
         event = domain.clone_feature(
             cmd,
             source_name,
@@ -38,7 +40,7 @@ async def clone_feature(request: web.Request) -> web.Response:
             new_id=_new_id,
             now=datetime.now(UTC),
         )
-        await store.append(conn, domain.stream(cmd.name), [event], actor(request), new=True)
+        await uow.append(domain.stream(cmd.name), [event], actor(request), new=True)
     assert context.environments is not None  # the decision needs the source
     return json_response(Feature.created(event, context.environments))
 

@@ -6,13 +6,15 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from service import auth, store
-from service.audit.past import reading
+from service import auth
 from service.errors import InvalidOperation, NameExists, NotFound
 from service.features import domain, queries
 from service.features.commands import CreateFeature, MarkStale, ReviveFeatures
 from service.features.responses import Feature, FeatureList
-from service.http import Link, Route, actor, empty, json_response, read_json, transaction
+from service.http.answers import empty, json_response
+from service.http.past import reading
+from service.http.requests import actor, read_json, unit_of_work
+from service.http.routes import Link, Route
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -21,9 +23,9 @@ if TYPE_CHECKING:
 async def create_feature(request: web.Request) -> web.Response:
     project_id = request.match_info["projectId"]
     cmd = await read_json(request, CreateFeature)
-    async with transaction(request) as conn:
-        project_active = await conn.fetchval(queries.LOCK_PROJECT_SHARED, project_id)
-        context = await conn.fetchrow(queries.CREATE_CONTEXT, project_id, cmd.name)
+    async with unit_of_work(request) as uow:
+        project_active = await uow.conn.fetchval(queries.LOCK_PROJECT_SHARED, project_id)
+        context = await uow.conn.fetchrow(queries.CREATE_CONTEXT, project_id, cmd.name)
         assert context is not None  # a SELECT from an aggregate has its one row
         event = domain.create_feature(
             cmd,
@@ -32,7 +34,7 @@ async def create_feature(request: web.Request) -> web.Response:
             holder_archived=context["holder_archived"],
             now=datetime.now(UTC),
         )
-        await store.append(conn, domain.stream(cmd.name), [event], actor(request), new=True)
+        await uow.append(domain.stream(cmd.name), [event], actor(request), new=True)
     return json_response(Feature.created(event, context))
 
 
@@ -57,23 +59,23 @@ async def list_features(request: web.Request) -> web.Response:
 
 async def archive_feature(request: web.Request) -> web.Response:
     name, project_id = request.match_info["featureName"], request.match_info["projectId"]
-    async with transaction(request) as conn:
+    async with unit_of_work(request) as uow:
         event = domain.archive_feature(
             name,
             project_id,
-            archived=await conn.fetchval(queries.LOCK_ARCHIVED_STATE, name, project_id),
+            archived=await uow.conn.fetchval(queries.LOCK_ARCHIVED_STATE, name, project_id),
             now=datetime.now(UTC),
         )
-        await store.append(conn, domain.stream(name), [event], actor(request))
+        await uow.append(domain.stream(name), [event], actor(request))
     return empty(202)
 
 
 async def revive_features(request: web.Request) -> web.Response:
     project_id = request.match_info["projectId"]
     cmd = await read_json(request, ReviveFeatures)
-    async with transaction(request) as conn:
-        project_active = await conn.fetchval(queries.LOCK_PROJECT_SHARED, project_id)
-        rows = await conn.fetch(queries.LOCK_ARCHIVED_IN_PROJECT, project_id, cmd.features)
+    async with unit_of_work(request) as uow:
+        project_active = await uow.conn.fetchval(queries.LOCK_PROJECT_SHARED, project_id)
+        rows = await uow.conn.fetch(queries.LOCK_ARCHIVED_IN_PROJECT, project_id, cmd.features)
         events = domain.revive_features(
             cmd.features,
             project_id,
@@ -82,7 +84,7 @@ async def revive_features(request: web.Request) -> web.Response:
             now=datetime.now(UTC),
         )
         for event in events:
-            await store.append(conn, domain.stream(event.name), [event], actor(request))
+            await uow.append(domain.stream(event.name), [event], actor(request))
     return empty()
 
 
@@ -91,8 +93,8 @@ async def mark_stale(request: web.Request) -> web.Response:
     staleness changes; names that are no flag are ignored."""
     project_id = request.match_info["projectId"]
     cmd = await read_json(request, MarkStale)
-    async with transaction(request) as conn:
-        rows = await conn.fetch(queries.LOCK_FLAGS, sorted(set(cmd.features)))
+    async with unit_of_work(request) as uow:
+        rows = await uow.conn.fetch(queries.LOCK_FLAGS, sorted(set(cmd.features)))
         events = domain.mark_stale(
             cmd.features,
             project_id,
@@ -100,7 +102,7 @@ async def mark_stale(request: web.Request) -> web.Response:
             flags={r["name"]: (r["project"], r["stale"]) for r in rows},
         )
         for event in events:
-            await store.append(conn, domain.stream(event.name), [event], actor(request))
+            await uow.append(domain.stream(event.name), [event], actor(request))
     return empty(202)
 
 

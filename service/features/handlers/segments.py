@@ -5,13 +5,15 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from service import auth, store
-from service.audit.past import reading
+from service import auth
 from service.errors import Conflict, NameExists
 from service.features import domain, queries
 from service.features.commands import SegmentBody
 from service.features.responses import Segment, SegmentList
-from service.http import NUMBERED, Link, Route, actor, empty, json_response, read_json, transaction
+from service.http.answers import empty, json_response
+from service.http.past import reading
+from service.http.requests import actor, read_json, unit_of_work
+from service.http.routes import NUMBERED, Link, Route
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -41,17 +43,17 @@ async def get_segment(request: web.Request) -> web.Response:
 
 async def create_segment(request: web.Request) -> web.Response:
     body = await read_json(request, SegmentBody)
-    async with transaction(request) as conn:
-        segment_id = await conn.fetchval(queries.NEXT_SEGMENT_ID)
+    async with unit_of_work(request) as uow:
+        segment_id = await uow.conn.fetchval(queries.NEXT_SEGMENT_ID)
         event = domain.create_segment(
             body,
             segment_id=segment_id,
-            name_taken=await conn.fetchval(queries.SEGMENT_NAME_TAKEN, body.name, 0),
+            name_taken=await uow.conn.fetchval(queries.SEGMENT_NAME_TAKEN, body.name, 0),
             now=datetime.now(UTC),
         )
         stream = domain.segment_stream(segment_id)
-        await store.append(conn, stream, [event], actor(request), new=True)
-        row = await conn.fetchrow(queries.SEGMENT_BY_ID, segment_id)
+        await uow.append(stream, [event], actor(request), new=True)
+        row = await uow.conn.fetchrow(queries.SEGMENT_BY_ID, segment_id)
     assert row is not None  # written or locked in this transaction
     return json_response(Segment.from_row(row), status=201)
 
@@ -59,28 +61,28 @@ async def create_segment(request: web.Request) -> web.Response:
 async def update_segment(request: web.Request) -> web.Response:
     segment_id = _segment_id(request)
     body = await read_json(request, SegmentBody)
-    async with transaction(request) as conn:
-        found = await conn.fetchval(queries.LOCK_SEGMENT, segment_id) is not None
+    async with unit_of_work(request) as uow:
+        found = await uow.conn.fetchval(queries.LOCK_SEGMENT, segment_id) is not None
         event = domain.update_segment(
             segment_id,
             body,
             found=found,
-            name_taken=await conn.fetchval(queries.SEGMENT_NAME_TAKEN, body.name, segment_id),
+            name_taken=await uow.conn.fetchval(queries.SEGMENT_NAME_TAKEN, body.name, segment_id),
         )
-        await store.append(conn, domain.segment_stream(segment_id), [event], actor(request))
+        await uow.append(domain.segment_stream(segment_id), [event], actor(request))
     return empty(204)
 
 
 async def delete_segment(request: web.Request) -> web.Response:
     segment_id = _segment_id(request)
-    async with transaction(request) as conn:
-        name = await conn.fetchval(queries.LOCK_SEGMENT, segment_id)
+    async with unit_of_work(request) as uow:
+        name = await uow.conn.fetchval(queries.LOCK_SEGMENT, segment_id)
         event = domain.delete_segment(
             segment_id,
             name=name,
-            used_by=await conn.fetchval(queries.SEGMENT_USED_BY, segment_id) if name else 0,
+            used_by=await uow.conn.fetchval(queries.SEGMENT_USED_BY, segment_id) if name else 0,
         )
-        await store.append(conn, domain.segment_stream(segment_id), [event], actor(request))
+        await uow.append(domain.segment_stream(segment_id), [event], actor(request))
     return empty(204)
 
 

@@ -6,12 +6,14 @@ import uuid
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from service import auth, store
-from service.audit.past import reading
+from service import auth
 from service.features import domain, queries
 from service.features.commands import StrategyBody, Variants
 from service.features.responses import Strategy, VariantList
-from service.http import Route, actor, empty, json_response, read_json, transaction
+from service.http.answers import empty, json_response
+from service.http.past import reading
+from service.http.requests import actor, read_json, unit_of_work
+from service.http.routes import Route
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -43,21 +45,21 @@ async def list_strategies(request: web.Request) -> web.Response:
 async def add_strategy(request: web.Request) -> web.Response:
     target = _target(request)
     body = await read_json(request, StrategyBody)
-    async with transaction(request) as conn:
-        state = await queries.environment_state(conn, target, lock=True)
+    async with unit_of_work(request) as uow:
+        state = await queries.environment_state(uow.conn, target, lock=True)
         event = domain.add_strategy(
             target,
             body,
             state,
-            missing_segments=await queries.missing_segments(conn, body.segments),
+            missing_segments=await queries.missing_segments(uow.conn, body.segments),
             strategy_id=str(uuid.uuid4()),
-            next_sort_order=await conn.fetchval(
+            next_sort_order=await uow.conn.fetchval(
                 queries.NEXT_STRATEGY_SORT_ORDER, target.feature, target.environment
             ),
             now=datetime.now(UTC),
         )
-        await store.append(conn, domain.stream(target.feature), [event], actor(request))
-        row = await conn.fetchrow(queries.STRATEGY, uuid.UUID(event.strategy.id))
+        await uow.append(domain.stream(target.feature), [event], actor(request))
+        row = await uow.conn.fetchrow(queries.STRATEGY, uuid.UUID(event.strategy.id))
     assert row is not None  # the inline projection wrote it in this transaction
     return json_response(Strategy.from_row(row))
 
@@ -66,18 +68,18 @@ async def update_strategy(request: web.Request) -> web.Response:
     target = _target(request)
     body = await read_json(request, StrategyBody)  # a bad body is a 400 before any 404
     strategy_id = _strategy_id(request)
-    async with transaction(request) as conn:
-        state = await queries.environment_state(conn, target, lock=True)
+    async with unit_of_work(request) as uow:
+        state = await queries.environment_state(uow.conn, target, lock=True)
         event = domain.update_strategy(
             target,
             body,
             state,
             strategy_id=str(strategy_id),
-            current_sort_order=await queries.strategy_sort_order(conn, target, strategy_id),
-            missing_segments=await queries.missing_segments(conn, body.segments),
+            current_sort_order=await queries.strategy_sort_order(uow.conn, target, strategy_id),
+            missing_segments=await queries.missing_segments(uow.conn, body.segments),
         )
-        await store.append(conn, domain.stream(target.feature), [event], actor(request))
-        row = await conn.fetchrow(queries.STRATEGY, strategy_id)
+        await uow.append(domain.stream(target.feature), [event], actor(request))
+        row = await uow.conn.fetchrow(queries.STRATEGY, strategy_id)
     assert row is not None  # the inline projection wrote it in this transaction
     return json_response(Strategy.from_row(row))
 
@@ -85,15 +87,15 @@ async def update_strategy(request: web.Request) -> web.Response:
 async def remove_strategy(request: web.Request) -> web.Response:
     target = _target(request)
     strategy_id = _strategy_id(request)
-    async with transaction(request) as conn:
-        state = await queries.environment_state(conn, target, lock=True)
+    async with unit_of_work(request) as uow:
+        state = await queries.environment_state(uow.conn, target, lock=True)
         event = domain.remove_strategy(
             target,
             state,
             strategy_id=str(strategy_id),
-            exists=await queries.strategy_sort_order(conn, target, strategy_id) is not None,
+            exists=await queries.strategy_sort_order(uow.conn, target, strategy_id) is not None,
         )
-        await store.append(conn, domain.stream(target.feature), [event], actor(request))
+        await uow.append(domain.stream(target.feature), [event], actor(request))
     return empty()
 
 
@@ -107,22 +109,22 @@ async def switch_off(request: web.Request) -> web.Response:
 
 async def _switch(request: web.Request, *, on: bool) -> web.Response:
     target = _target(request)
-    async with transaction(request) as conn:
-        state = await queries.environment_state(conn, target, lock=True)
+    async with unit_of_work(request) as uow:
+        state = await queries.environment_state(uow.conn, target, lock=True)
         event = domain.switch_environment(target, state, on=on)
         if event is not None:
-            await store.append(conn, domain.stream(target.feature), [event], actor(request))
+            await uow.append(domain.stream(target.feature), [event], actor(request))
     return empty()
 
 
 async def set_variants(request: web.Request) -> web.Response:
     target = _target(request)
     variants = await read_json(request, Variants)
-    async with transaction(request) as conn:
-        state = await queries.environment_state(conn, target, lock=True)
+    async with unit_of_work(request) as uow:
+        state = await queries.environment_state(uow.conn, target, lock=True)
         event = domain.set_environment_variants(target, variants, state)
-        await store.append(conn, domain.stream(target.feature), [event], actor(request))
-        column = await conn.fetchval(queries.VARIANTS, target.feature, target.environment)
+        await uow.append(domain.stream(target.feature), [event], actor(request))
+        column = await uow.conn.fetchval(queries.VARIANTS, target.feature, target.environment)
     return json_response(VariantList.from_column(column))
 
 

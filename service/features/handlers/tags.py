@@ -5,13 +5,15 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from service import auth, store
-from service.audit.past import reading
+from service import auth
 from service.errors import Conflict, NotFound
 from service.features import domain, queries
 from service.features.commands import TagBody
 from service.features.responses import Tag, TagList
-from service.http import Route, actor, empty, json_response, read_json, transaction
+from service.http.answers import empty, json_response
+from service.http.past import reading
+from service.http.requests import actor, read_json, unit_of_work
+from service.http.routes import Route
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -32,30 +34,30 @@ async def add_tag(request: web.Request) -> web.Response:
     name = request.match_info["featureName"]
     body = await read_json(request, TagBody)
     value = domain.tag_value(body.value)
-    async with transaction(request) as conn:
+    async with unit_of_work(request) as uow:
         event = domain.add_tag(
             name,
             body,
-            project=await conn.fetchval(queries.LOCK_FEATURE_BY_NAME, name),
-            has_tag=await conn.fetchval(queries.HAS_TAG, name, body.type, value),
+            project=await uow.conn.fetchval(queries.LOCK_FEATURE_BY_NAME, name),
+            has_tag=await uow.conn.fetchval(queries.HAS_TAG, name, body.type, value),
             now=datetime.now(UTC),
         )
-        await store.append(conn, domain.stream(name), [event], actor(request))
+        await uow.append(domain.stream(name), [event], actor(request))
     return json_response(Tag(value=event.value, type=event.tag_type), status=201)
 
 
 async def remove_tag(request: web.Request) -> web.Response:
     name = request.match_info["featureName"]
     tag_type, value = request.match_info["type"], request.match_info["value"]
-    async with transaction(request) as conn:
+    async with unit_of_work(request) as uow:
         event = domain.remove_tag(
             name,
             tag_type,
             value,
-            project=await conn.fetchval(queries.LOCK_FEATURE_BY_NAME, name),
-            has_tag=await conn.fetchval(queries.HAS_TAG, name, tag_type, value),
+            project=await uow.conn.fetchval(queries.LOCK_FEATURE_BY_NAME, name),
+            has_tag=await uow.conn.fetchval(queries.HAS_TAG, name, tag_type, value),
         )
-        await store.append(conn, domain.stream(name), [event], actor(request))
+        await uow.append(domain.stream(name), [event], actor(request))
     return empty()
 
 

@@ -36,13 +36,15 @@ import msgspec
 from aiohttp import web
 
 from service import auth
-from service.audit.past import in_past, reading
-from service.http import Count, Param, Positive, Route, int_param, json_response, query_param
+from service.http.answers import json_response
+from service.http.past import in_past, reading
+from service.http.requests import int_param, query_param
+from service.http.routes import Count, Param, Positive, Route
 from service.users import queries, records
 from service.users.responses import User, UserList, UserPage, root_roles
 
 if TYPE_CHECKING:
-    from service.connections import Conn
+    from eventlog.connections import Conn
 
 MIN_QUERY: Final = 2
 DEFAULT_LIMIT: Final = 100

@@ -5,10 +5,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from service import auth, store
-from service.audit.past import reading
+from service import auth
 from service.errors import NameExists, PatLimit
-from service.http import NUMBERED, Link, Route, actor, empty, json_response, read_json, transaction
+from service.http.answers import empty, json_response
+from service.http.past import reading
+from service.http.requests import actor, read_json, unit_of_work
+from service.http.routes import NUMBERED, Link, Route
 from service.users import domain, queries
 from service.users.commands import (
     CreatePersonalAccessToken,
@@ -40,16 +42,16 @@ async def list_service_accounts(request: web.Request) -> web.Response:
 
 async def create_service_account(request: web.Request) -> web.Response:
     cmd = await read_json(request, CreateServiceAccount)
-    async with transaction(request) as conn:
-        account_id = await conn.fetchval(queries.NEXT_USER_ID)
+    async with unit_of_work(request) as uow:
+        account_id = await uow.conn.fetchval(queries.NEXT_USER_ID)
         event = domain.create_service_account(
             cmd,
             account_id=account_id,
-            username_taken=await conn.fetchval(queries.USERNAME_TAKEN, cmd.username.strip()),
+            username_taken=await uow.conn.fetchval(queries.USERNAME_TAKEN, cmd.username.strip()),
             now=datetime.now(UTC),
         )
-        await store.append(conn, _stream(account_id), [event], actor(request), new=True)
-        row = await conn.fetchrow(queries.GET_SERVICE_ACCOUNT, account_id)
+        await uow.append(_stream(account_id), [event], actor(request), new=True)
+        row = await uow.conn.fetchrow(queries.GET_SERVICE_ACCOUNT, account_id)
     assert row is not None  # written or locked in this transaction
     return json_response(ServiceAccount.from_row(row), status=201)
 
@@ -57,22 +59,22 @@ async def create_service_account(request: web.Request) -> web.Response:
 async def update_service_account(request: web.Request) -> web.Response:
     account_id = _account_id_or_404(request.match_info["id"])
     cmd = await read_json(request, UpdateServiceAccount)
-    async with transaction(request) as conn:
-        account = await queries.lock_account(conn, account_id)
+    async with unit_of_work(request) as uow:
+        account = await queries.lock_account(uow.conn, account_id)
         event = domain.update_service_account(account_id, account, cmd)
         if event is not None:
-            await store.append(conn, _stream(account_id), [event], actor(request))
-        row = await conn.fetchrow(queries.GET_SERVICE_ACCOUNT, account_id)
+            await uow.append(_stream(account_id), [event], actor(request))
+        row = await uow.conn.fetchrow(queries.GET_SERVICE_ACCOUNT, account_id)
     assert row is not None  # written or locked in this transaction
     return json_response(ServiceAccount.from_row(row))
 
 
 async def delete_service_account(request: web.Request) -> web.Response:
     account_id = _account_id_or_404(request.match_info["id"])
-    async with transaction(request) as conn:
-        account = await queries.lock_account(conn, account_id)
+    async with unit_of_work(request) as uow:
+        account = await queries.lock_account(uow.conn, account_id)
         event = domain.delete_service_account(account_id, account)
-        await store.append(conn, _stream(account_id), [event], actor(request))
+        await uow.append(_stream(account_id), [event], actor(request))
     return empty()
 
 
@@ -93,9 +95,9 @@ async def list_tokens(request: web.Request) -> web.Response:
 async def create_token(request: web.Request) -> web.Response:
     account_id = _account_id_or_404(request.match_info["id"])
     cmd = await read_json(request, CreatePersonalAccessToken)
-    async with transaction(request) as conn:
+    async with unit_of_work(request) as uow:
         body = await tokens.create_token(
-            conn, account_id, domain.SERVICE_ACCOUNT, cmd, actor(request)
+            uow, account_id, domain.SERVICE_ACCOUNT, cmd, actor(request)
         )
     return json_response(body, status=201)
 
@@ -103,10 +105,8 @@ async def create_token(request: web.Request) -> web.Response:
 async def delete_token(request: web.Request) -> web.Response:
     account_id = _account_id_or_404(request.match_info["id"])
     token_id = tokens.token_id_or_404(request.match_info["tokenId"])
-    async with transaction(request) as conn:
-        await tokens.delete_token(
-            conn, account_id, domain.SERVICE_ACCOUNT, token_id, actor(request)
-        )
+    async with unit_of_work(request) as uow:
+        await tokens.delete_token(uow, account_id, domain.SERVICE_ACCOUNT, token_id, actor(request))
     return empty()
 
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from service import auth, store
+from eventlog.events.users import UserSignedIn
+from service import auth
 from service.appkeys import POOL, REQUEST_ID
 from service.errors import PasswordMismatch, TooManyRequests
-from service.http import Route, empty, json_response, read_json, transaction
+from service.http.answers import empty, json_response
+from service.http.requests import read_json, unit_of_work
+from service.http.routes import Route
 from service.users import domain, queries
 from service.users.commands import SignIn
-from service.users.events import UserSignedIn
 from service.users.failures import FAILED_SIGN_INS, account_metadata
 from service.users.limits import SIGN_IN_LIMITS
 from service.users.passwords import HASHING
@@ -37,13 +39,13 @@ async def sign_in(request: web.Request) -> web.Response:
     session = auth.new_secret()
     failures = request.app[FAILED_SIGN_INS]
     with failures.deciding(candidate["id"]) as keep:
-        async with transaction(request) as conn:
-            account = await queries.lock_account(conn, candidate["id"])
+        async with unit_of_work(request) as uow:
+            account = await queries.lock_account(uow.conn, candidate["id"])
             events, kept = domain.sign_in(
                 account,
                 password_ok=ok,
                 # Deleted, or given a new password, while this one was checked: the check is void.
-                hash_unchanged=await conn.fetchval(queries.PASSWORD_HASH, candidate["id"])
+                hash_unchanged=await uow.conn.fetchval(queries.PASSWORD_HASH, candidate["id"])
                 == stored_hash,
                 session_hash=auth.hash_secret(session),
                 failures=failures.of(candidate["id"]),
@@ -53,8 +55,8 @@ async def sign_in(request: web.Request) -> web.Response:
             if events:  # a wrong password within the minute is only counted, in memory
                 who = account.name or account.username or account.email
                 meta = account_metadata(account.id, who, request_id=request[REQUEST_ID])
-                await store.append(conn, domain.user_stream(account.id), events, meta)
-            row = await conn.fetchrow(queries.GET_USER, account.id)
+                await uow.append(domain.user_stream(account.id), events, meta)
+            row = await uow.conn.fetchrow(queries.GET_USER, account.id)
             keep(kept, events)  # before COMMIT: the next holder of the row lock decides on it
     assert row is not None  # written or locked in this transaction
     if not any(isinstance(e, UserSignedIn) for e in events):
@@ -78,13 +80,13 @@ async def sign_out(request: web.Request) -> web.Response:
     cookie = request.cookies.get(auth.SESSION_COOKIE)
     if cookie:
         session_hash = auth.hash_secret(cookie)
-        async with transaction(request) as conn:
-            owner = await conn.fetchrow(queries.LOCK_SESSION_OWNER, session_hash)
+        async with unit_of_work(request) as uow:
+            owner = await uow.conn.fetchrow(queries.LOCK_SESSION_OWNER, session_hash)
             event = domain.sign_out(None if owner is None else owner["id"], session_hash)
             if event is not None:
                 assert owner is not None
                 meta = account_metadata(owner["id"], owner["name"], request_id=request[REQUEST_ID])
-                await store.append(conn, domain.user_stream(owner["id"]), [event], meta)
+                await uow.append(domain.user_stream(owner["id"]), [event], meta)
     response = empty(302)
     response.headers["Location"] = "/"
     response.headers["Clear-Site-Data"] = '"cookies", "storage"'

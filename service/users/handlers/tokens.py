@@ -8,19 +8,12 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from service import auth, store
+from service import auth
 from service.appkeys import POOL
 from service.errors import NameExists, NotFound, PatLimit
-from service.http import (
-    NUMBERED,
-    Route,
-    actor,
-    empty,
-    json_response,
-    principal,
-    read_json,
-    transaction,
-)
+from service.http.answers import empty, json_response
+from service.http.requests import actor, principal, read_json, unit_of_work
+from service.http.routes import NUMBERED, Route
 from service.users import domain, queries
 from service.users.commands import CreatePersonalAccessToken
 from service.users.responses import PersonalAccessToken, PersonalAccessTokenList
@@ -28,8 +21,8 @@ from service.users.responses import PersonalAccessToken, PersonalAccessTokenList
 if TYPE_CHECKING:
     from aiohttp import web
 
-    from service.connections import Conn
-    from service.events import Metadata
+    from eventlog.events.base import Metadata
+    from service.work import UnitOfWork
 
 
 async def list_own_tokens(request: web.Request) -> web.Response:
@@ -39,54 +32,60 @@ async def list_own_tokens(request: web.Request) -> web.Response:
 
 async def create_own_token(request: web.Request) -> web.Response:
     cmd = await read_json(request, CreatePersonalAccessToken)
-    async with transaction(request) as conn:
-        body = await create_token(conn, _own_id(request), domain.USER, cmd, actor(request))
+    async with unit_of_work(request) as uow:
+        body = await create_token(uow, _own_id(request), domain.USER, cmd, actor(request))
     return json_response(body, status=201)
 
 
 async def delete_own_token(request: web.Request) -> web.Response:
     token_id = token_id_or_404(request.match_info["id"])
-    async with transaction(request) as conn:
-        await delete_token(conn, _own_id(request), domain.USER, token_id, actor(request))
+    async with unit_of_work(request) as uow:
+        await delete_token(uow, _own_id(request), domain.USER, token_id, actor(request))
     return empty()
 
 
 async def create_token(
-    conn: Conn, account_id: int, account_type: str, cmd: CreatePersonalAccessToken, meta: Metadata
+    uow: UnitOfWork,
+    account_id: int,
+    account_type: str,
+    cmd: CreatePersonalAccessToken,
+    meta: Metadata,
 ) -> PersonalAccessToken:
     """A new token for the account (locked, so limits hold under concurrency); the body of the
     201 answer, the only place its secret ever appears."""
-    account = await queries.lock_account(conn, account_id)
-    existing = [r["description"] for r in await conn.fetch(queries.PAT_DESCRIPTIONS, account_id)]
+    account = await queries.lock_account(uow.conn, account_id)
+    existing = [
+        r["description"] for r in await uow.conn.fetch(queries.PAT_DESCRIPTIONS, account_id)
+    ]
     secret = auth.PAT_PREFIX + auth.new_secret()
     event = domain.create_personal_access_token(
         cmd,
         account,
         account_id=account_id,
         account_type=account_type,
-        token_id=await conn.fetchval(queries.NEXT_PAT_ID),
+        token_id=await uow.conn.fetchval(queries.NEXT_PAT_ID),
         existing=existing,
         secret=domain.NewSecret(hash=auth.hash_secret(secret), hint=auth.secret_hint(secret)),
         now=datetime.now(UTC),
     )
-    await store.append(conn, domain.account_stream(account_type, account_id), [event], meta)
-    row = await conn.fetchrow(queries.PAT, event.token_id)
+    await uow.append(domain.account_stream(account_type, account_id), [event], meta)
+    row = await uow.conn.fetchrow(queries.PAT, event.token_id)
     assert row is not None  # the inline projection wrote it in this transaction
     return msgspec.structs.replace(PersonalAccessToken.from_row(row), secret=secret)
 
 
 async def delete_token(
-    conn: Conn, account_id: int, account_type: str, token_id: int, meta: Metadata
+    uow: UnitOfWork, account_id: int, account_type: str, token_id: int, meta: Metadata
 ) -> None:
-    account = await queries.lock_account(conn, account_id)
+    account = await queries.lock_account(uow.conn, account_id)
     event = domain.delete_personal_access_token(
         account,
         account_id=account_id,
         account_type=account_type,
         token_id=token_id,
-        token_exists=await conn.fetchrow(queries.LOCK_PAT, token_id, account_id) is not None,
+        token_exists=await uow.conn.fetchrow(queries.LOCK_PAT, token_id, account_id) is not None,
     )
-    await store.append(conn, domain.account_stream(account_type, account_id), [event], meta)
+    await uow.append(domain.account_stream(account_type, account_id), [event], meta)
 
 
 def token_id_or_404(value: str) -> int:

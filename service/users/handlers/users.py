@@ -5,21 +5,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from service import auth, store
+from service import auth
 from service.appkeys import POOL, SETTINGS
-from service.audit.past import reading
 from service.errors import NameExists, TooManyRequests, WeakPassword
-from service.http import (
-    NUMBERED,
-    Link,
-    Route,
-    actor,
-    empty,
-    json_response,
-    principal,
-    read_json,
-    transaction,
-)
+from service.http.answers import empty, json_response
+from service.http.past import reading
+from service.http.requests import actor, principal, read_json, unit_of_work
+from service.http.routes import NUMBERED, Link, Route
 from service.privacy import erasure
 from service.users import domain, passwords, queries
 from service.users.commands import ChangePassword, CreateUser, UpdateUser
@@ -63,13 +55,13 @@ async def create_user(request: web.Request) -> web.Response:
         passwords.check_strength(cmd.password)
     hashing = request.app[passwords.HASHING]
     password_hash = await hashing.hash(cmd.password) if cmd.password else None
-    async with transaction(request) as conn:
-        user_id = await conn.fetchval(queries.NEXT_USER_ID)
+    async with unit_of_work(request) as uow:
+        user_id = await uow.conn.fetchval(queries.NEXT_USER_ID)
         events = domain.create_user(
             cmd, user_id=user_id, password_hash=password_hash, now=datetime.now(UTC)
         )
-        await store.append(conn, domain.user_stream(user_id), events, actor(request), new=True)
-        row = await conn.fetchrow(queries.GET_USER, user_id)
+        await uow.append(domain.user_stream(user_id), events, actor(request), new=True)
+        row = await uow.conn.fetchrow(queries.GET_USER, user_id)
     assert row is not None  # written or locked in this transaction
     response = json_response(User.from_row(row), status=201)
     response.headers["Location"] = str(user_id)  # as Unleash answers
@@ -79,28 +71,28 @@ async def create_user(request: web.Request) -> web.Response:
 async def update_user(request: web.Request) -> web.Response:
     user_id = user_id_or_404(request.match_info["id"])
     cmd = await read_json(request, UpdateUser)
-    async with transaction(request) as conn:
-        event = domain.update_user(user_id, await queries.lock_account(conn, user_id), cmd)
+    async with unit_of_work(request) as uow:
+        event = domain.update_user(user_id, await queries.lock_account(uow.conn, user_id), cmd)
         if event is not None:
-            await store.append(conn, domain.user_stream(user_id), [event], actor(request))
-        row = await conn.fetchrow(queries.GET_USER, user_id)
+            await uow.append(domain.user_stream(user_id), [event], actor(request))
+        row = await uow.conn.fetchrow(queries.GET_USER, user_id)
     assert row is not None  # written or locked in this transaction
     return json_response(User.from_row(row))
 
 
 async def delete_user(request: web.Request) -> web.Response:
     user_id = user_id_or_404(request.match_info["id"])
-    async with transaction(request) as conn:
-        event = domain.delete_user(user_id, await queries.lock_account(conn, user_id))
+    async with unit_of_work(request) as uow:
+        event = domain.delete_user(user_id, await queries.lock_account(uow.conn, user_id))
         erased = await erasure.on_deletion(
-            conn,
+            uow.conn,
             [user_id],
             delay_days=request.app[SETTINGS].erasure_delay_days,
             now=datetime.now(UTC),
         )
         stream = domain.user_stream(user_id)
-        await store.append(
-            conn, stream, [event, *erased], actor(request), erased=[e.person_id for e in erased]
+        await uow.append(
+            stream, [event, *erased], actor(request), erased=[e.person_id for e in erased]
         )
     return empty()
 
@@ -112,10 +104,10 @@ async def change_password(request: web.Request) -> web.Response:
     if await request.app[POOL].fetchrow(queries.GET_USER, user_id) is None:
         raise domain.user_missing(user_id)  # before the slow hash
     password_hash = await request.app[passwords.HASHING].hash(cmd.password)
-    async with transaction(request) as conn:
-        account = await queries.lock_account(conn, user_id)
+    async with unit_of_work(request) as uow:
+        account = await queries.lock_account(uow.conn, user_id)
         event = domain.change_password(user_id, account, password_hash)
-        await store.append(conn, domain.user_stream(user_id), [event], actor(request))
+        await uow.append(domain.user_stream(user_id), [event], actor(request))
     return empty()
 
 

@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 import msgspec
 from msgspec import inspect
 
-from service.events import Declared
+from eventlog.events.base import Declared
 
 
 class Plan(NamedTuple):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, ClassVar
 
-from service.events import Declared, Event, Personal, Upcasters
+from eventlog.events.base import Declared, Event, Personal, Upcasters
 
 
 class UserCreated(Event, frozen=True, kw_only=True, tag="UserCreated"):

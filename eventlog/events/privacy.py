@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from service.events import Event
+from eventlog.events.base import Event
 
 
 class PersonalDataErased(Event, frozen=True, kw_only=True, tag="PersonalDataErased"):

@@ -11,15 +11,15 @@ from typing import TYPE_CHECKING, Final
 from projections.rebuild import rebuild, tables
 from projections.registry import INLINE
 from service.appkeys import PAST_READS, POOL
-from service.audit.instants import parse_instant
-from service.http import query_param
+from service.http.instants import parse_instant
+from service.http.requests import query_param
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
     from aiohttp import web
 
-    from service.connections import Conn
+    from eventlog.connections import Conn
 
 AT: Final = "at"  # the query parameter
 

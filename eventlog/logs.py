@@ -12,7 +12,7 @@ from typing import Any, TextIO
 import msgspec
 import structlog
 
-from service import connections
+from eventlog import connections
 
 _encoder = msgspec.json.Encoder()
 

@@ -7,11 +7,11 @@ import re
 from datetime import UTC, date, datetime, time, timedelta
 from typing import TYPE_CHECKING, Final, NamedTuple
 
-from service import eventstore
+import eventlog
 from service.errors import ValidationError
 
 if TYPE_CHECKING:
-    from service.connections import Conn
+    from eventlog.connections import Conn
 
 MAX_POSITION_DIGITS: Final = 18
 
@@ -47,9 +47,9 @@ class Instant(NamedTuple):
         """The last position of the log's state at this instant (0: before the first event).
         A position beyond the log's end is refused; a time after it is the state now."""
         if self.time is not None:
-            return await eventstore.last_at_or_before(conn, self.time)
+            return await eventlog.last_at_or_before(conn, self.time)
         assert self.position is not None
-        last = await eventstore.head(conn)
+        last = await eventlog.head(conn)
         if self.position > last:
             raise ValidationError(
                 f"Position {self.position} is beyond the log's end ({last} events so far) "

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, ClassVar
 
-from service.events import Declared, Event, Upcasters
+from eventlog.events.base import Declared, Event, Upcasters
 
 # --- shapes nested in events ----------------------------------------------------------------
 

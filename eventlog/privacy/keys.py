@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final, NamedTuple
 
-from service.errors import ConfigError
-from service.privacy import crypto
-from service.privacy.crypto import PLACEHOLDER, DataKey, MasterKey, SealError
+from eventlog.errors import ConfigError
+from eventlog.privacy import crypto
+from eventlog.privacy.crypto import PLACEHOLDER, DataKey, MasterKey, SealError
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable
     from datetime import datetime
 
-    from service.connections import Conn
+    from eventlog.connections import Conn
 
 SELECT_KEYS = """
 SELECT person_id, master_key_id, wrapped FROM personal_keys WHERE person_id = ANY($1::bigint[])

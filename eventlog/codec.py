@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, get_args
 
 import msgspec
 
-from service.api_tokens.events import ApiTokenCreated, ApiTokenDeleted
-from service.events import Declared, Event, Metadata, Upcasters
-from service.features import events as features
-from service.features.events import (
+from eventlog.events import features, users
+from eventlog.events.api_tokens import ApiTokenCreated, ApiTokenDeleted
+from eventlog.events.base import Declared, Event, Metadata, Upcasters
+from eventlog.events.features import (
     DependencyAdded,
     DependencyRemoved,
     EnvironmentVariantsSet,
@@ -32,17 +32,15 @@ from service.features.events import (
     StrategyRemoved,
     StrategyUpdated,
 )
-from service.privacy import seal
-from service.privacy.events import PersonalDataErased
-from service.projects.events import (
+from eventlog.events.privacy import PersonalDataErased
+from eventlog.events.projects import (
     EnvironmentCreated,
     ProjectArchived,
     ProjectCreated,
     ProjectEnvironmentDisabled,
     ProjectEnvironmentEnabled,
 )
-from service.users import events as users
-from service.users.events import (
+from eventlog.events.users import (
     PasswordChanged,
     PersonalAccessTokenCreated,
     PersonalAccessTokenDeleted,
@@ -59,11 +57,12 @@ from service.users.events import (
     UsersImported,
     UserUpdated,
 )
+from eventlog.privacy import seal
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from service.privacy.crypto import DataKey
+    from eventlog.privacy.crypto import DataKey
 
 DomainEvent: TypeAlias = (
     ApiTokenCreated
@@ -131,7 +130,7 @@ class RecordedEvent(msgspec.Struct, frozen=True, kw_only=True):
 
 
 # Stand-ins for what a reader did not decode: a rebuild of projections that never read the
-# event or the metadata skips them (eventstore.Reading; projections.base.Projection.reads_*,
+# event or the metadata skips them (eventlog.Reading; projections.base.Projection.reads_*,
 # which tests hold true). Never appended, never shown.
 UNREAD_EVENT: Final[DomainEvent] = SegmentDeleted(segment_id=0, name="(not read)")
 UNREAD_METADATA: Final = Metadata(

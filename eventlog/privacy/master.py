@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Final
 
 import structlog
 
-from service.errors import ConfigError
-from service.privacy.crypto import MasterKey
-from service.privacy.keys import Masters
+from eventlog.errors import ConfigError
+from eventlog.privacy.crypto import MasterKey
+from eventlog.privacy.keys import Masters
 
 if TYPE_CHECKING:
     from service.settings import Settings

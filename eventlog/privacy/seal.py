@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import msgspec
 
-from service.privacy import fields
-from service.privacy.crypto import PLACEHOLDER
+from eventlog.privacy import fields
+from eventlog.privacy.crypto import PLACEHOLDER
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from service.events import Declared
-    from service.privacy.crypto import DataKey
+    from eventlog.events.base import Declared
+    from eventlog.privacy.crypto import DataKey
 
 # In stored JSON (ours: no spaces; PostgreSQL's jsonb text: ", " and ": "), the start of a
 # sealed value. An escaped quote inside a string never matches, so a plain text that merely

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 if TYPE_CHECKING:
-    from service.connections import Conn
+    from eventlog.connections import Conn
 
 log = structlog.get_logger()
 

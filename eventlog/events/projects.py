@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import ClassVar
 
-from service.events import Event
+from eventlog.events.base import Event
 
 
 class EnvironmentCreated(Event, frozen=True, kw_only=True, tag="EnvironmentCreated"):

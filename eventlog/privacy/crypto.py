@@ -14,7 +14,7 @@ from typing import Final
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from service.errors import ServiceUnavailable
+from eventlog.errors import Unavailable
 
 PLACEHOLDER: Final = "[erased]"  # what an erased person's value reads as, everywhere
 FORMAT: Final = b"\x01"  # first byte of a sealed value: AES-256-GCM, 96-bit synthetic nonce
@@ -22,7 +22,7 @@ NONCE: Final = 12
 KEY_BYTES: Final = 32
 
 
-class SealError(ServiceUnavailable):
+class SealError(Unavailable):
     """A key that does not open what it should: a master key this process was not given (a
     rotation half rolled out), or damaged data. A request meeting one answers 503, not 500:
     another replica, or this one once configured, can answer it."""

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 # A plain connection or one borrowed from the pool: the code paths accept both.
 Conn = asyncpg.Connection | PoolConnectionProxy
 
-# pg_temp listed last: a session's temporary tables (past states, service/audit/past.py) never
+# pg_temp listed last: a session's temporary tables (past states, service/http/past.py) never
 # shadow the read models (unlisted, PostgreSQL would search it first).
 SEARCH_PATH = "readmodel, public, pg_temp"
 
