@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint fmt bench bench-compare fuzz fuzz-ci browser-test clean base-image image image-test deploy-lint deploy-test
+.PHONY: install run test lint fmt schema bench bench-compare fuzz fuzz-ci browser-test clean base-image image image-test deploy-lint deploy-test
 
 install: $(STAMP)
 
@@ -31,6 +31,11 @@ lint: install
 fmt: install
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
+
+# sql/schema.sql, the schema the migrations make, from a new embedded PostgreSQL (tools/schema.py);
+# tests/test_schema.py fails while it is stale. `python -m tools.schema --check` only compares.
+schema: install
+	$(BIN)/python -m tools.schema
 
 # The page at /docs/openapi/ in Debian's Chromium (apt-get install chromium), driven by
 # Playwright; SCREENSHOT=docs/openapi-page.png keeps its screenshot.

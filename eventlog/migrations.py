@@ -27,6 +27,8 @@ def _sql_dir() -> Path:
 SQL_DIR = _sql_dir()
 MIGRATION_LOCK = 0x666C6167  # pg_advisory_lock key shared by every replica and the migrate Job
 _MIGRATION_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+# Beside the migrations: the schema they make, for reading (tools/schema.py); never applied.
+SCHEMA_FILE = "schema.sql"
 
 
 class MigrationError(Exception):
@@ -47,6 +49,8 @@ class Migration:
 def load_migrations(directory: Path = SQL_DIR) -> list[Migration]:
     migrations = []
     for path in sorted(directory.glob("*.sql")):
+        if path.name == SCHEMA_FILE:
+            continue
         match = _MIGRATION_FILE.match(path.name)
         if match is None:
             raise MigrationError(f"{path.name}: migration files are named NNNN_description.sql")

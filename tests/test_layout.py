@@ -64,7 +64,7 @@ def _normalized(name: str) -> str:
 
 def _third_party_imports(paths: list[Path]) -> dict[str, str]:
     """Top-level modules imported (anywhere, lazily too) that are neither ours nor stdlib."""
-    ours = {"service", "projections", "tests"}
+    ours = {"service", "projections", "tests", "tools"}
     found: dict[str, str] = {}
     for path in paths:
         for node in ast.walk(ast.parse(path.read_text())):

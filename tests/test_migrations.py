@@ -88,6 +88,12 @@ def test_badly_named_or_gapped_files_are_refused(tmp_path: Path) -> None:
         migrations.load_migrations(tmp_path)
 
 
+def test_the_schema_file_beside_the_migrations_is_no_migration(tmp_path: Path) -> None:
+    (tmp_path / "0001_ok.sql").write_text("SELECT 1;")
+    (tmp_path / "schema.sql").write_text("CREATE TABLE made_by_the_migrations (x int);")
+    assert [m.name for m in migrations.load_migrations(tmp_path)] == ["ok"]
+
+
 def test_a_directory_without_migrations_is_refused_not_taken_as_an_empty_schema(
     tmp_path: Path,
 ) -> None:
