@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import asyncpg
 import pytest
 
-from service import connections, migrations
+from eventlog import connections, migrations
 from tools import schema
 
 if TYPE_CHECKING:

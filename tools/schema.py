@@ -2,7 +2,7 @@
 (`make schema`) writes sql/schema.sql; with `--check` it writes nothing and exits 1 with a
 unified diff when the file is not what the migrations make.
 
-It applies every migration (service.migrations, as the service does) to the empty database of
+It applies every migration (eventlog.migrations, as the service does) to the empty database of
 a new embedded PostgreSQL in a temporary directory, dumps its schema with that server's own
 pg_dump (`--schema-only --no-owner`; privileges are kept: the reporting role's grants are part
 of what the database holds) and normalises the dump: pg_dump's header, `SET` lines and
@@ -24,7 +24,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from service import connections, embedded, migrations
+from eventlog import connections, migrations
+from service import embedded
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_FILE = ROOT / "sql" / migrations.SCHEMA_FILE
