@@ -3,10 +3,10 @@ both: `.venv/bin/python -m tools.ab BASE HEAD [--seconds 5] [--rounds 5]`.
 
 BASE and HEAD are checkouts with their own `.venv` (`make install` in each). Both servers run at
 once on fresh embedded databases seeded alike: a service account with 50 tokens, a flag to clone
-(2 environments x 2 strategies), 10,000 imported users, a person with a password (who signs in,
-and creates flags with a session: a person's name is in every such event's metadata). Each
-round runs every cell on both, in alternating order, with wrk; the table gives the median
-requests/s and p99 of each.
+(2 environments x 2 strategies), 10,000 imported users, a pool of inactive users to delete
+(one a request, each id once), a person with a password (who signs in, and creates flags with
+a session: a person's name is in every such event's metadata). Each round runs every cell on
+both, in alternating order, with wrk; the table gives the median requests/s and p99 of each.
 """
 
 from __future__ import annotations
@@ -44,6 +44,25 @@ function request()
                                   ["Content-Type"] = "application/json"}, body)
 end
 """
+# Each wrk thread deletes its own share of the pool's ids, one a request.
+DELETE_IDS = """
+local counter = 0
+local index = 0
+local next_thread = 0
+function setup(thread)
+  thread:set("index", next_thread)
+  next_thread = next_thread + 1
+end
+function request()
+  local id = IDS[index + 1 + counter * THREADS]
+  counter = counter + 1
+  if id == nil then id = 0 end
+  return wrk.format("POST", nil, {["Authorization"] = AUTH,
+                                  ["Content-Type"] = "application/json"},
+                    '{"ids":[' .. id .. ']}')
+end
+"""
+INACTIVE_POOL = 30_000  # more than both sides delete in all rounds of 5 s cells
 PERSON = "signer"
 PASSWORD = "Ab-bench-Passw0rd!2026"
 SIGN_IN = f"""
@@ -62,6 +81,8 @@ CELLS = (  # (name, path, concurrency, what it posts: nothing, fresh names, a si
     ("search q=user12, c=16", "/api/admin/user-admin/search?q=user12", 16, None),
     ("search q=user00042, c=16", "/api/admin/user-admin/search?q=user00042", 16, None),
     ("sign-in, c=2", "/auth/simple/login", 2, "sign-in"),
+    ("client features, c=16", "/api/client/features", 16, None),
+    ("delete inactive, c=16", "/api/admin/user-admin/inactive/delete", 16, "delete"),
 )
 SESSIONS: dict[str, str] = {}  # base URL -> the person's "Cookie" header
 
@@ -137,6 +158,17 @@ def seed(base: str, checkout: Path, python: str, env: dict[str, str]) -> None:
             json.dumps({"email": f"user{i:05d}@example.com", "name": f"User {i:05d}"}) + "\n"
             for i in range(10_000)
         )
+        + "".join(
+            json.dumps(
+                {
+                    "email": f"gone{i:05d}@example.com",
+                    "createdAt": "2020-01-01T00:00:00Z",
+                    "seenAt": "2020-01-02T00:00:00Z",
+                }
+            )
+            + "\n"
+            for i in range(INACTIVE_POOL)
+        )
     )
     subprocess.run(
         [python, "-m", "service", "import-users", str(users)],
@@ -162,15 +194,26 @@ def seed(base: str, checkout: Path, python: str, env: dict[str, str]) -> None:
         SESSIONS[base] = resp.headers["Set-Cookie"].split(";", 1)[0]
 
 
+def inactive_ids(base: str) -> list[int]:
+    """The pool's ids not deleted yet (the delete cells take each once)."""
+    listed = call(base, "GET", "/api/admin/user-admin/inactive")
+    return sorted(int(user["id"]) for user in listed["inactiveUsers"])
+
+
 def wrk(
     base: str, path: str, concurrency: int, seconds: int, *, posts: str | None
 ) -> tuple[float, float]:
-    args = ["wrk", "--latency", f"-t{min(concurrency, 2)}", f"-c{concurrency}", f"-d{seconds}s"]
+    threads = min(concurrency, 2)
+    args = ["wrk", "--latency", f"-t{threads}", f"-c{concurrency}", f"-d{seconds}s"]
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
         # wrk's Lua random numbers repeat from run to run: a run prefix keeps names fresh.
         run = f"r{time.time_ns()}"
         script.write(f'AUTH = "{TOKEN}"\nRUN = "{run}"\n')
-        script.write({None: "", "names": FRESH_NAMES, "own": FRESH_NAMES}.get(posts, SIGN_IN))
+        if posts == "delete":
+            ids = ", ".join(map(str, inactive_ids(base)))
+            script.write(f"THREADS = {threads}\nIDS = {{{ids}}}\n")
+        scripts = {None: "", "names": FRESH_NAMES, "own": FRESH_NAMES, "delete": DELETE_IDS}
+        script.write(scripts.get(posts, SIGN_IN))
     if posts == "own":  # the person's session instead of the token
         args += ["-s", script.name]
         Path(script.name).write_text(
