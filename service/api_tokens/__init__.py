@@ -1,1 +1,2 @@
-"""Accounts: API tokens now; users, service accounts and personal access tokens later."""
+"""API tokens: their commands, decisions, handlers and queries (people, service accounts and
+their personal access tokens are in service/users)."""

@@ -142,7 +142,8 @@ def clean_email(value: str | None, path: str = "$.email") -> str | None:
 def create_user(
     cmd: CreateUser, *, user_id: int, password_hash: str | None, now: datetime
 ) -> list[UserCreated | PasswordChanged]:
-    """Uniqueness of email and username (any case) is the read model's unique indexes' job.
+    """Uniqueness is the read model's unique indexes' job (sql/0009): of the e-mail in any case,
+    of the username as written ("bob" and "BOB" are two accounts).
     password_hash: of the password given (checked for strength before it was hashed)."""
     email = clean_email(cmd.email)
     username = clean_text(cmd.username, "$.username")
