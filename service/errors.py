@@ -94,7 +94,7 @@ class ContentTypeError(AppError):
     """The body is not sent as application/json."""
 
     status = 415
-    name = "ContentTypeerror"  # this spelling is the contract (spec.md)
+    name = "ContentTypeerror"  # this spelling is the contract (docs/behavior.md, "Errors")
 
 
 class NotReady(AppError):

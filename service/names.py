@@ -1,4 +1,4 @@
-"""The naming rule shared by flags, projects and environments (behavior.md section 1)."""
+"""The naming rule shared by flags, projects and environments (docs/behavior.md, "Names")."""
 
 from __future__ import annotations
 

@@ -515,7 +515,7 @@ def remove_dependencies(
 
 class CloneSource(msgspec.Struct, frozen=True, kw_only=True):
     """The source flag (active, share-locked) and everything a copy into the target project
-    takes from it (behavior.md section 2)."""
+    takes from it (docs/behavior.md, "Cloning a flag")."""
 
     name: str
     project: str

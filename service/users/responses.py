@@ -1,5 +1,6 @@
-"""Response bodies of the account routes (spec.md's user record, service accounts, personal
-access tokens, inactive users, search), built here and only here from read-model rows."""
+"""Response bodies of the account routes (the user record of docs/behavior.md, "User records";
+service accounts, personal access tokens, inactive users, search), built here and only here
+from read-model rows."""
 
 from __future__ import annotations
 
@@ -46,8 +47,8 @@ def _account_fields(row: asyncpg.Record) -> dict[str, Any]:
 
 class _Account(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
     """What the records of people and service accounts share. As in Unleash, a name, e-mail or
-    username that is not set is left out (spec.md's `email` is a string, never null); every
-    other field is always there."""
+    username that is not set is left out (`email` is a string, never null: docs/behavior.md,
+    "User records"); every other field is always there."""
 
     id: int
     name: str | None = None

@@ -1,4 +1,5 @@
-"""POST /api/admin/projects/:projectId/features/:featureName/clone (behavior.md section 2)."""
+"""POST /api/admin/projects/:projectId/features/:featureName/clone (docs/behavior.md,
+"Cloning a flag")."""
 
 from __future__ import annotations
 

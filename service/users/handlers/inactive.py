@@ -1,4 +1,4 @@
-"""Operation 3 of spec.md (behavior.md section 3): list and delete inactive users."""
+"""List and delete inactive users (docs/behavior.md, "Deleting inactive users")."""
 
 from __future__ import annotations
 
