@@ -254,9 +254,9 @@ async def commit(
     """The global sections of a transaction's appends, in one call, and its COMMIT, sent as one
     message: the head lock is then held for the appends and the commit alone. (Sent one after
     the other, the lock would also be held while the COMMIT waits its turn in a busy event
-    loop: measured at 1.8 ms a transaction with 16 concurrent deletes, a ceiling of about 500 a
-    second.) The positions of the given last event ids, read once committed (with
-    `positions`)."""
+    loop, a lock held long enough to cap the log's transactions a second far below what
+    PostgreSQL allows: docs/benchmarks.md, "Inactive-user deletes".) The positions of the given
+    last event ids, read once committed (with `positions`)."""
     try:
         await conn.execute(f"{append_streams_call(pending)}; COMMIT" if pending else "COMMIT")
     except asyncpg.UniqueViolationError as exc:

@@ -88,7 +88,7 @@ async def inconsistent_streams(conn: Conn, limit: int = 20) -> list[StreamMismat
     ]
 
 
-# Events whose derived columns (filled by the append since 0016, generated before) differ from
+# Events whose derived columns (filled by the append functions: docs/events.md) differ from
 # what their functions give: none, in a log that only the append functions wrote.
 UNDERIVED = """
 SELECT position FROM events

@@ -46,9 +46,9 @@ class FairPool(asyncpg.Pool):
     asyncpg's own waits on an asyncio.Queue, which is not first come, first served: a released
     connection wakes the longest waiter, but a request that asks in between (a new one, in the
     same turn of the event loop) takes it first, and the waiter, finding none, queues again at
-    the back. At concurrency 64 on a pool of 10 a request could be overtaken dozens of times:
-    p99 up to 1.9 s at 2,800 requests/s (docs/benchmarks.md). So a connection is taken
-    only with a turn from a semaphore of the pool's size, which asyncio hands to its waiters in
+    the back. Under load a request can be overtaken dozens of times, a long tail in the p99
+    (docs/benchmarks.md, runs M and N). So a connection is taken only
+    with a turn from a semaphore of the pool's size, which asyncio hands to its waiters in
     order. The turn is given back as the release starts, a turn of the loop or two before
     asyncpg has the connection back in its queue, so that none idles while the next in line
     wakes; those who hold a turn and wait for that connection may pass each other there (the
@@ -110,7 +110,8 @@ async def create_pool(dsn: str, size: int, command_timeout: float | None = None)
     after one that timed out), so that a database that accepts connections but does not answer
     (frozen, partitioned) gets the requests that hold a connection their 503 instead of holding
     them for as long as it lasts. Those waiting for a connection have no bound of their own yet:
-    under a full freeze they wait until connections come back (noted on issue 18)."""
+    under a full freeze they wait until connections come back (docs/operations.md, "When the
+    database goes away")."""
     # what asyncpg.create_pool passes, with its defaults
     return await FairPool(
         dsn,

@@ -162,8 +162,8 @@ async def read_log(
 ) -> AsyncIterator[list[RecordedEvent]]:
     """Batches of the events with after < position <= upto, as `reading` says: a rebuild's
     read, in the caller's transaction (or one of its own). One query, read through a cursor
-    (its plan walks the log by position once; batches of LIMIT queries were each planned
-    again, and a filter the planner misjudged had some of them sort all the rest of the log).
+    (its plan walks the log by position once; a LIMIT query per batch is planned again each
+    time, and a filter the planner misjudges can make one sort all the rest of the log).
     The next batch is asked for before this one is decoded, so the server reads it meanwhile;
     the caller leaves the connection alone until the iteration ends."""
     if not conn.is_in_transaction():  # a cursor lives in a transaction: one of its own

@@ -52,8 +52,8 @@ class VariantColumn(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 _encoder = msgspec.json.Encoder()
 
 
-# Built field by field (a rebuild makes hundreds of thousands of these: msgspec.convert took
-# three times as long, most of it to look the target type up again on every call).
+# Built field by field (a rebuild makes hundreds of thousands of these; msgspec.convert is
+# slower, most of it to look the target type up again on every call).
 
 
 def constraints(items: Sequence[Constraint]) -> str:

@@ -192,8 +192,8 @@ class EnvironmentVariantsSet(Event, frozen=True, kw_only=True, tag="EnvironmentV
 
 
 class FeatureTagged(Event, frozen=True, kw_only=True, tag="FeatureTagged"):
-    """A tag was put on the flag. `project` (the flag's) is recorded since the event log
-    became searchable by project; older events lack it."""
+    """A tag was put on the flag. `project`: the flag's, so that the log can be searched by
+    project; absent (None) in stored events older than the field."""
 
     not_personal: ClassVar[tuple[str, ...]] = ("name", "tag_type", "value", "project")
 

@@ -1,9 +1,10 @@
 """Personal values in and out of their stored form, by the Structs' declarations.
 
 Stored, a personal value is `{"person": <id>, "sealed": "<base64url>"}` where a string was
-(`crypto.DataKey.seal`); before encryption existed it was the plain string, which still
-decodes as it is. The JSON type tells the two apart, so no event needed a new version: the
-Structs are the same, only their stored encoding differs. Pure: the keys are given.
+(`crypto.DataKey.seal`); a value stored unsealed (events written before encryption existed) is
+the plain string, which decodes as it is. The JSON type tells the two apart, so no event needs
+a new version: the Structs are the same, only their stored encoding differs. Pure: the keys are
+given.
 """
 
 from __future__ import annotations
