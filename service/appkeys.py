@@ -42,8 +42,8 @@ ROUTE_TABLE = web.AppKey("route_table", dict["AbstractRoute", "Route"])
 OPENAPI = web.AppKey("openapi", bytes)  # the OpenAPI document, encoded once at start
 SCHEMA_VERSION = web.AppKey("schema_version", int)
 TOKEN_USAGE: web.AppKey[TokenUseRecorder] = web.AppKey("token_usage")
-# Reads of a past state rebuild read models from the log (CPU, a second a hundred thousand
-# events): this many at once per process, the others wait their turn.
+# Reads of a past state rebuild read models from the log (CPU-bound, growing with the log:
+# docs/audit.md): this many at once per process, the others wait their turn.
 PAST_READS = web.AppKey("past_reads", asyncio.Semaphore)
 
 # Per-request state.

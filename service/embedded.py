@@ -25,9 +25,8 @@ POOL_MOST = 10
 def pool_size(cores: int) -> int:
     """The pool's size when DB_POOL_SIZE is unset and the embedded server answers: it shares
     this machine's cores with the service, and backends beyond about two a core only take
-    turns on them (PostgreSQL's rule of thumb: twice the cores, plus one). On 2 cores a pool
-    of 5 made 19-39 % more searches a second at concurrency 16 than one of 10 in two pairs of
-    runs (issue 18, docs/benchmarks.md)."""
+    turns on them (PostgreSQL's rule of thumb: twice the cores, plus one): on 2 cores a pool of
+    5 answers more searches a second than one of 10 (docs/benchmarks.md, "User search")."""
     return max(2, min(POOL_MOST, 2 * cores + 1))
 
 
@@ -134,9 +133,9 @@ def _ensure_database(server: Any) -> bool:
 def shared_buffers_mb() -> int:
     """PostgreSQL's page cache for the embedded server: an eighth of the machine's memory, at
     least PostgreSQL's default (128 MB) and at most 1 GB. Its default is sized for any machine;
-    with a million users, search reads about 800 MB of table and indexes, and every page that
-    misses the cache is copied in from the kernel's (measured on 500 searches straight against
-    PostgreSQL at 1,000,000 users: p99 89 ms with 128 MB, 48 ms with 1 GB)."""
+    with a million users search reads several hundred MB of table and indexes, and every page
+    that misses the cache is copied in from the kernel's, which lengthens the search's tail
+    (docs/benchmarks.md, "Users at scale")."""
     memory_mb = psutil.virtual_memory().total // 2**20
     return max(128, min(1024, memory_mb // 8))
 
@@ -153,11 +152,11 @@ def _keep_wal_segments_unzeroed(server: Any) -> None:
     a reload applies it).
 
     A transaction whose WAL needs a new segment file then does not write the 16 MB of zeros and
-    sync them while it commits. Under sustained writes (1,000 deletions a second, about 40 MB of
-    WAL a second) that happened every second or two, 70-280 ms each, while the transaction held
-    the log's head lock, and every request in flight waited for it (PostgreSQL's wait events
-    WalInitWrite and WalInitSync; docs/benchmarks.md). The segment is then filled as WAL is
-    written, as on copy-on-write file systems."""
+    sync them while it commits. Under sustained writes a new segment is needed every second or
+    two, and zeroing it would stall the transaction while it holds the log's head lock, and
+    every request in flight with it (PostgreSQL's wait events WalInitWrite and WalInitSync;
+    figures in docs/benchmarks.md, "Inactive-user deletes"). The segment is then filled as WAL
+    is written, as on copy-on-write file systems."""
     if "off" not in server.psql("SHOW wal_init_zero;"):
         server.psql("ALTER SYSTEM SET wal_init_zero = off;")
         server.psql("SELECT pg_reload_conf();")

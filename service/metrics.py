@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 # The Prometheus text format (version 0.0.4), which every scraper reads.
 CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
-# Requests take 2-100 ms at p99 here: fine steps there, coarse ones up to the statement
+# Fine steps across the latencies requests usually have, coarse ones up to the statement
 # timeout (5 s) and past it.
 BUCKETS: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 # Label values stay bounded: any other method is "other", a path no route matched "unmatched".
@@ -129,8 +129,8 @@ class Metrics:
     async def exposition(self, pool: asyncpg.Pool) -> bytes:
         """Every series as Prometheus text, the database's read first (at most DATABASE_SECONDS)."""
         await self.database.refresh(pool)
-        # A few hundred series take tens of ms to write out: in a thread, the event loop is held
-        # 5 ms at most (the GIL's switch interval) instead of all of it.
+        # Writing a few hundred series out takes long enough to delay requests: in a thread, the
+        # event loop is held one GIL switch interval (5 ms) at most instead of all of it.
         return await asyncio.to_thread(generate_latest, self.registry)
 
 

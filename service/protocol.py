@@ -42,9 +42,9 @@ BACKLOG = 128
 # File descriptors kept free for everything that is not a held client connection: the database
 # pool, the LISTEN connection, log files, the interpreter's own (64); and the backlog, since
 # the event loop accepts every queued connection at once before any is admitted and an idle
-# one closed for it. Without that room a burst at the limit ran out of descriptors, and the
-# event loop reset the connection it could not take (a client's request answered by a reset,
-# tests/test_faults.py: 4 runs of 16 under load, none of 20 with the room).
+# one closed for it. Without that room a burst at the limit runs out of descriptors, and the
+# event loop resets the connection it cannot take (a client's request answered by a reset;
+# tests/test_faults.py checks that none is).
 FD_RESERVE = 64 + BACKLOG
 _full = Throttled("connections_full")
 LINGER_SECONDS = 2.0

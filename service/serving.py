@@ -26,12 +26,12 @@ if TYPE_CHECKING:
 log = structlog.get_logger()
 
 STRAGGLER_SECONDS = 0.5
-# The cyclic collector, tuned for a server (issue 18). Its full passes walk every long-lived
-# object (250-300 ms each here with the client model of 8,000 flags) and, with Python's defaults
-# (700, 10, 10), ran about once a second under 16 concurrent deletes: requests waiting on the
-# database survive the young passes and fill the old generation's quota. A larger young
-# generation lets them die young, and a full pass waits for 100 middle passes instead of 10:
-# 44 full passes in a benchmark run became 1 or 2 (docs/benchmarks.md, issue 18's deletes).
+# The cyclic collector, tuned for a server. Its full passes walk every long-lived object (a long
+# pause with a large client model) and, with Python's defaults (700, 10, 10), come often under
+# concurrent writes: requests waiting on the database survive the young passes and fill the old
+# generation's quota. A larger young generation lets them die young, and a full pass waits for
+# 100 middle passes instead of 10, so full passes are rare (docs/benchmarks.md, "Inactive-user
+# deletes").
 GC_THRESHOLDS = (10_000, 10, 100)
 
 
@@ -78,8 +78,8 @@ async def serve(
     await runner.setup()
     await web.TCPSite(runner, settings.host, settings.port, backlog=protocol.BACKLOG).start()
     # What start-up made (modules, the app, decoders) lives as long as the process: kept out
-    # of the cyclic collector's full passes, each of which walked all of it (about 45 ms
-    # here, a request's p99 whenever one ran; docs/benchmarks.md, "Searching the log").
+    # of the cyclic collector's full passes, each of which would walk all of it, a pause that
+    # lands in some request's p99 (docs/benchmarks.md, "Searching the event log").
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)

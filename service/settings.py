@@ -54,7 +54,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # Sign-in attempts per minute from one client address, and for one account name.
     login_rate_limit_per_address: Annotated[int, msgspec.Meta(ge=1, le=100_000)] = 10
     login_rate_limit_per_account: Annotated[int, msgspec.Meta(ge=1, le=100_000)] = 10
-    # argon2 hashes computed at once (64 MiB and about 0.1 s of one core each).
+    # argon2 hashes computed at once (each holds 64 MiB and a core while it runs: docs/signin.md).
     password_hash_concurrency: Annotated[int, msgspec.Meta(ge=1, le=64)] = 1
     # Behind N proxies that append to X-Forwarded-For, the client address is the Nth entry
     # from the right; 0 (the default) uses the peer address and ignores the header.

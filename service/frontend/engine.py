@@ -1,13 +1,13 @@
 """Flags evaluated for a context by Unleash's own engine: yggdrasil (PyPI yggdrasil-engine),
 the engine Unleash's official SDKs embed. One engine per scope, fed the scope's client-features
-body (what an SDK with the same token reads) once per revision, built in a thread (about
-160 ms for 2,000 flags with constraints, segments and variants); then each request asks it
-about every flag the scope has switched on in its environment.
+body (what an SDK with the same token reads) once per revision, built in a thread (it takes a
+while for thousands of flags); then each request asks it about every flag the scope has
+switched on in its environment.
 
 Each flag is one call of the engine's C function `check_variant` (the variant, and whether
 the flag is enabled): the package's own `check_variant` makes three calls and encodes the
-context in Python every time, 5x slower at 2,000 flags. The context is encoded once a
-request, and only with the properties the scope's flags read (constraints, stickiness,
+context in Python every time, several times slower for many flags. The context is encoded
+once a request, and only with the properties the scope's flags read (constraints, stickiness,
 variant overrides): the engine parses the context at each call, so a context full of
 unused properties costs nothing more.
 """
@@ -39,10 +39,10 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger()
 
-# Engines kept: one per scope (environment and projects of tokens), each about 14 MB for
-# 2,000 flags with constraints and variants; a scope asked about again is built again.
+# Engines kept: one per scope (environment and projects of tokens), each holding its scope's
+# flags (megabytes for thousands of them); a scope asked about again is built again.
 MOST_SCOPES: Final = 32
-MOST_ETAGS: Final = 20_000  # ETags of repeatable answers kept (a context's, about 0.5 KB each)
+MOST_ETAGS: Final = 20_000  # ETags of repeatable answers kept (one small entry a context)
 RANDOM_STRATEGY: Final = "gradualRolloutRandom"
 
 

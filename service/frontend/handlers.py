@@ -26,7 +26,8 @@ from service.telemetry.queries import record_metrics
 if TYPE_CHECKING:
     from service.auth import Principal
 
-# From this many flags to ask about (about 1 ms), the engine is asked in a thread.
+# From this many flags to ask about (enough to hold the event loop noticeably), the engine is
+# asked in a thread.
 IN_THREAD_FROM: Final = 200
 # What a token for every environment (an admin token) reads, as in Unleash.
 DEFAULT_ENVIRONMENT: Final = "default"

@@ -72,5 +72,6 @@ async def state_at(conn: Conn, position: int) -> AsyncIterator[int]:
     finally:
         await tx.rollback()
     # The rows rolled back are dead tuples that nothing else would ever clean (autovacuum
-    # leaves temporary tables alone): gone now, and the files back to empty (about 1 ms).
+    # leaves temporary tables alone): VACUUM removes them and empties the files again, cheaply, as
+    # the tables are small.
     await conn.execute(f"VACUUM {', '.join(tables())}")

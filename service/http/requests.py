@@ -125,10 +125,10 @@ _WBITS: Final = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "de
 def _decoded(request: web.Request, body: bytes) -> bytes:
     """The body with its Content-Encoding undone, never inflating past BODY_LIMIT.
 
-    aiohttp's own decompression is off (serving.py): it inflated every body as it arrived, on
-    any route and before authentication, so a 1 MB gzip bomb cost 1 GiB and 0.5 s of the event
-    loop. Here only routes that read a body inflate it, and at most BODY_LIMIT + 1 bytes of it,
-    which takes a few milliseconds whatever the input.
+    aiohttp's own decompression is off (serving.py): it would inflate every body as it arrives,
+    on any route and before authentication, so that a small gzip bomb would cost a gigabyte of
+    memory and a long pause of the event loop. Here only routes that read a body inflate it,
+    and at most BODY_LIMIT + 1 bytes of it, which stays cheap whatever the input.
     """
     encoding = request.headers.get("Content-Encoding", "").strip().lower()
     if encoding in ("", "identity"):

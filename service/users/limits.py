@@ -21,9 +21,9 @@ if TYPE_CHECKING:
     from service.settings import Settings
 
 WINDOW: Final = 60.0  # the limits are per minute, as Unleash's
-# Keys each limiter remembers at most (about 180 bytes each, whatever their length: 18 MB);
-# beyond, the one used least recently is forgotten. Keys whose bucket is full again are
-# dropped as they are met.
+# Keys each limiter remembers at most (a key's memory does not grow with its length, so the
+# total is bounded: docs/signin.md); beyond, the one used least recently is forgotten. Keys
+# whose bucket is full again are dropped as they are met.
 MAX_KEYS: Final = 100_000
 MAX_KEY_LENGTH: Final = 200  # an address that is not one is cut to this
 

@@ -57,7 +57,7 @@ BUSY: Final = "Too many passwords are being checked at once; try again in a mome
 
 
 class PasswordHashing:
-    """The argon2 work of one application. Each hash holds 64 MiB and about 0.1 s of a core,
+    """The argon2 work of one application. Each hash holds 64 MiB and a core while it runs,
     so `concurrency` run at once (in worker threads, off the event loop), at most MAX_WAITING
     more wait for a slot, and any more are refused with 429. A slot is freed when its hash has
     finished, even when the request that asked for it was cancelled meanwhile."""

@@ -54,8 +54,9 @@ WHERE s.session_hash = $1
 FOR UPDATE OF s
 """
 
-# behavior.md section 3: a person (not a service account) who has not signed in since the
-# threshold, was created before it, and whose tokens were all unused since it.
+# Inactive (docs/behavior.md, "Deleting inactive users"): a person (not a service account) who
+# has not signed in since the threshold, was created before it, and whose tokens were all
+# unused since it.
 INACTIVE_USERS = """
 SELECT u.id, u.name, u.email, u.username, u.seen_at, u.created_at,
        (SELECT max(p.seen_at) FROM personal_access_tokens p WHERE p.user_id = u.id) AS pat_seen_at
@@ -79,10 +80,10 @@ WHERE u.id = ANY($2::bigint[]) AND u.id <> $3
 ORDER BY u.id
 FOR UPDATE OF u
 """
-# behavior.md section 5: exact matches, then prefixes, then other substrings; ties by name, then
-# id. public.search_user_ids (sql/0020) finds the ids of the first offset + limit ($2) in one
-# call, with the constants of service/users/handlers/search.py ($3 .. $9); the page is those
-# after the offset ($10), in that order (s.n).
+# docs/behavior.md, "Searching users": exact matches, then prefixes, then other substrings; ties
+# by name, then id. public.search_user_ids (sql/0020) finds the ids of the first offset + limit
+# ($2) in one call, with the constants of service/users/handlers/search.py ($3 .. $9); the page
+# is those after the offset ($10), in that order (s.n).
 _SEARCH_FROM = """
 FROM public.search_user_ids($1, $2, $3, $4, $5, $6, $7, $8, $9) AS f (ids)
      CROSS JOIN LATERAL unnest(f.ids[$10 + 1:]) WITH ORDINALITY AS s (id, n)
@@ -97,8 +98,8 @@ SELECT u.id, u.account_type, u.name, u.username, u.email, u.root_role, u.login_a
 # encoded records of people it returned, each with the version it was encoded from). xmin is
 # the transaction that wrote the row's version: any change to a row gives it another. One row
 # of arrays (ids and versions in page order, the root roles on the page) rather than a row a
-# person: a page of 100 decoded as 100 records cost the service a fifth of its CPU per search
-# (issue 18; docs/benchmarks.md).
+# person: a page decoded as a record a person costs the service a large share of its CPU per
+# search (docs/benchmarks.md, "User search").
 SEARCH_VERSIONS = f"""
 SELECT coalesce(array_agg(u.id ORDER BY s.n), '{{}}') AS ids,
        coalesce(array_agg(u.xmin::text::bigint ORDER BY s.n), '{{}}') AS versions,

@@ -2,8 +2,8 @@
 encoded from.
 
 A page of search results is mostly people the replica has returned before, unchanged since: for
-a page of 100, fetching, decoding, building and encoding their rows cost the service about 0.4
-ms of CPU of the 0.5 ms it spent on the search (docs/benchmarks.md). So a search asks
+a page of 100, fetching, decoding, building and encoding their rows is most of the CPU the
+service spends on the search (docs/benchmarks.md, "User search"). So a search asks
 PostgreSQL for the page's ids and row versions only (`xmin`: the transaction that wrote the
 row's version; any change to a row, in any column, gives it another), takes the records whose
 version is the one remembered, and fetches the rows of the others.
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     import asyncpg
 
-MOST: Final = 50_000  # about 25 MB of records of 500 bytes
+MOST: Final = 50_000  # records held at most, so that their memory stays bounded
 UNUSED_SECONDS: Final = 600.0  # a record no search used for this long leaves
 PRUNE_SECONDS: Final = 60.0
 # When a record was last used is written again at most this often (it only decides pruning).

@@ -1,4 +1,4 @@
-"""Operation 5 of spec.md (behavior.md section 5): search users by name, username and e-mail.
+"""Search users by name, username and e-mail (docs/behavior.md, "Searching users").
 
 Results come in three tiers (exact, prefix, other substring), each in name-then-id order, and
 only the first `offset + limit` are wanted. Sorting every match is what makes a broad search slow
@@ -51,15 +51,16 @@ DEFAULT_LIMIT: Final = 100
 MAX_LIMIT: Final = 1000
 # People walked in name order first, for the third tier: enough for a query that many match
 # to fill its page, few enough that the walk costs little when the trigram index answers
-# (a name, a word of one; 1,000 here cost 0.27 ms of a 0.45 ms search at 10,000 users).
+# (a name, a word of one; a walk of 1,000 is most of such a search: docs/benchmarks.md, "User
+# search").
 HEAD: Final = 200
 # What fetching, checking and sorting one person the trigram index returns costs, in people
-# walked in name order (measured at 1,000,000 users: a walk checks about four people a
-# microsecond; a person from the trigram index costs 1.4 to 7 microseconds).
+# walked in name order (a walk checks people several times faster than the trigram index
+# returns them; the figures at a million users are in docs/benchmarks.md).
 MATCH_COST: Final = 10
 WALK_SLACK: Final = 6  # a walk goes this many times as far as estimated before giving up
 # A broad two-character prefix is looked for by a walk in name order when that is at most this
-# many people (about 10 ms at 0.4 us a person); else its groups are sorted.
+# many people (a walk that stays short); else its groups are sorted.
 WALK_MOST: Final = 25_000
 # Prefix matches are first probed for as a range of the equality indexes; up to this many are
 # sorted, more are read in name order from the grouped indexes.
@@ -78,7 +79,7 @@ async def search_users(request: web.Request) -> web.Response:
     offset = int_param(request, "offset", 0, 0)
     q = (query_param(request, "q") or "").strip()
     async with reading(request) as conn:  # first: a bad `?at=` is a 400 whatever q is
-        if len(q) < MIN_QUERY:  # behavior.md: no users, and the root roles there are
+        if len(q) < MIN_QUERY:  # no users, every root role: docs/behavior.md, "Searching users"
             return json_response(UserList(users=[], root_roles=root_roles()))
         if "\x00" in q:  # no stored text holds NUL (and PostgreSQL text cannot)
             return json_response(UserList(users=[], root_roles=[]))
