@@ -44,8 +44,8 @@ browser-test: install
 	$(BIN)/python -m pytest -p no:cacheprovider -m browser tests/browser
 
 # schemathesis against the service as a real process (tools/fuzz.py), with an admin token and
-# with a Viewer's; exit 1 on any failure. `fuzz-ci` is CI's bounded run (under 1.5 minutes on 2
-# cores), `fuzz` ten times as many examples (each token's run capped at 420 s: about 15 minutes). FUZZ_SEED picks
+# with a Viewer's; exit 1 on any failure. `fuzz-ci` is CI's bounded run, `fuzz` ten times as
+# many examples (each token's run capped at 420 s). FUZZ_SEED picks
 # another seed (the same seed generates the same inputs).
 FUZZ_SEED ?= 20261125
 fuzz: install
@@ -67,8 +67,8 @@ bench: install
 	$(BIN)/python -m tests.bench.events
 	$(BIN)/python -m tests.bench.client_features
 
-# Every operation on ours and on the reference in one run, cells interleaved (tests/bench/compare.py;
-# about 10 minutes): writes its table and docs/bench-compare.png into docs/benchmarks.md.
+# Every operation on ours and on the reference in one run, cells interleaved
+# (tests/bench/compare.py): writes its table and docs/bench-compare.png into docs/benchmarks.md.
 # BENCH_SECONDS per cell (10), BENCH_ROUNDS (1), BENCH_ONLY=health,search-none for a quick run.
 bench-compare: install
 	$(BIN)/python -m pip install --quiet -e '.[embedded,dev,bench]'

@@ -51,7 +51,7 @@ EXPIRES = "2099-01-01T00:00:00Z"
 PASSWORD = "Fuzz-Viewer-Passw0rd!2026"  # a throwaway service's seeded Viewer
 # One worker: with two, Hypothesis' lambda descriptions (ast.parse in both threads at once) hit
 # CPython 3.11's "SystemError: AST constructor recursion depth mismatch" now and then, a crash
-# of the fuzzer and no finding; one worker fuzzes as many examples in the same time (77 s).
+# of the fuzzer and no finding; one worker fuzzes as many examples in the same time.
 WORKERS = 1
 
 # Every check schemathesis has is on (its default) except these:
@@ -60,8 +60,8 @@ EXCLUDED_CHECKS = {
     # 400 what JSON Schema cannot say: rules across fields (`email` or `username`), the
     # password policy (OwaspValidationError), names that must exist (a rootRole, a
     # constraint's operator and the value it needs), `?at=` positions beyond the log,
-    # filters that name no user. behavior.md and the README document these 400s; the check
-    # would flag each of them on every run.
+    # filters that name no user. The README and docs/behavior.md ("Order of checks", "Creating
+    # users") document these 400s; the check would flag each of them on every run.
     "positive_data_acceptance",
 }
 # A request that breaks the schema may also be refused for its size: 413 for a body over 1 MiB,
@@ -76,8 +76,8 @@ NARROWER_CHECKS = (
 # The operations that revoke the credential of the run they are in: run last, alone.
 REVOKE = {"admin": "deleteApiToken", "viewer": "deleteOwnToken"}
 # The admin's deletes (an archived flag, a disabled environment, a deleted user or segment) run
-# after everything else: run among the rest, they took the seeded data away early, and most
-# flag, user and segment routes then only ever met a 404. A Viewer deletes nothing: one run.
+# after everything else: run among the rest, they take the seeded data away early, and most
+# flag, user and segment routes then only ever meet a 404. A Viewer deletes nothing: one run.
 PARTS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     "viewer": (("", ()),),
     "admin": (("", ("--exclude-method", "DELETE")), ("-delete", ("--include-method", "DELETE"))),
