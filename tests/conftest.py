@@ -23,8 +23,8 @@ from service.privacy.crypto import MasterKey
 from service.privacy.keys import Masters
 from service.settings import Settings
 from tests import conformance
+from tests.harness import Harness
 from tests.pg import PG15_BIN, Cluster, PgServer, start_pg15, tune_for_tests
-from tests.processes import Harness
 
 # Every test process and every service or command it starts seals personal data with this key
 # (the embedded-key tests unset it for their own processes).

@@ -25,11 +25,11 @@ import pytest
 
 from service import embedded
 from service.settings import Settings
+from tests import ROOT
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
 
-ROOT = Path(__file__).resolve().parent.parent
 GENERATED_TOKEN = re.compile(r"\*:\*\.[0-9a-f]{64}(?![0-9a-f])")
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 20.0

@@ -16,11 +16,11 @@ from projections.rebuild import table_specs
 from service.appkeys import POOL
 from service.audit import states
 from service.audit.diff import EntityChange, FieldChange, Reading, diff
+from tests.audit.test_point_in_time import CHANGES_BY_WEIGHT, World
 from tests.conftest import ADMIN
-from tests.processes import run_cli
-from tests.test_features import FEATURES, error
-from tests.test_point_in_time import CHANGES_BY_WEIGHT, World
-from tests.test_users import create_user
+from tests.features.test_features import FEATURES, error
+from tests.harness import run_cli
+from tests.users.test_users import create_user
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -39,12 +39,12 @@ from service.users.events import (
 )
 from tests import factories
 from tests.conftest import ADMIN, ADMIN_TOKEN, AiohttpClient
+from tests.eventlog.test_stored_events import METADATA, SAMPLED
+from tests.features.test_features import FEATURES, error
 from tests.strategies import for_type
-from tests.test_features import FEATURES, error
-from tests.test_pats import in_days
-from tests.test_sessions import session, sign_in
-from tests.test_stored_events import METADATA, SAMPLED
-from tests.test_users import STRONG, create_user, make_account
+from tests.users.test_pats import in_days
+from tests.users.test_sessions import session, sign_in
+from tests.users.test_users import STRONG, create_user, make_account
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -63,7 +63,7 @@ HEX64 = re.compile(r"^[0-9a-f]{64}$")
 @pytest.fixture(name="settings")
 def erasing_a_year_later(dsn: str) -> Settings:
     """Deleted people are erased a year later here (ERASURE_DELAY_DAYS): these tests read what
-    the log held about them (erasure, and its "[erased]", is tests/test_privacy.py's)."""
+    the log held about them (erasure, and its "[erased]", is tests/audit/test_privacy.py's)."""
     return Settings(database_url=dsn, init_admin_api_tokens=(ADMIN_TOKEN,), erasure_delay_days=365)
 
 

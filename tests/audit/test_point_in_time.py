@@ -18,8 +18,8 @@ from projections.verify import verify
 from service.appkeys import POOL
 from service.settings import Settings
 from tests.conftest import ADMIN, ADMIN_TOKEN
-from tests.test_features import error
-from tests.test_pats import in_days
+from tests.features.test_features import error
+from tests.users.test_pats import in_days
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -38,7 +38,7 @@ ENVIRONMENTS = ["development", "production"]
 @pytest.fixture
 def settings(dsn: str) -> Settings:
     """Deleted people are erased a year later here (ERASURE_DELAY_DAYS): these tests read what
-    the log held about them (erasure, and its "[erased]", is tests/test_privacy.py's)."""
+    the log held about them (erasure, and its "[erased]", is tests/audit/test_privacy.py's)."""
     return Settings(database_url=dsn, init_admin_api_tokens=(ADMIN_TOKEN,), erasure_delay_days=365)
 
 

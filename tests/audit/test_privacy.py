@@ -40,13 +40,13 @@ from tests.conftest import (
     ServiceTestServer,
     resolve_with_test_principals,
 )
-from tests.processes import run_cli
+from tests.eventlog.test_verify_export import run as verify_export
+from tests.features.test_features import FEATURES
+from tests.harness import run_cli
 from tests.strategies import for_type
-from tests.test_features import FEATURES
-from tests.test_inactive_users import DELETE, person
-from tests.test_sessions import sign_in
-from tests.test_users import STRONG, USERS, create_user
-from tests.test_verify_export import run as verify_export
+from tests.users.test_inactive_users import DELETE, person
+from tests.users.test_sessions import sign_in
+from tests.users.test_users import STRONG, USERS, create_user
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence

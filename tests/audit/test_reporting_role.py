@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
     from service.connections import Conn
+    from tests.harness import Harness
     from tests.pg import Cluster, PgServer
-    from tests.processes import Harness
 
 ROLE = reporting.REPORTING_ROLE
 # The views the migrations made so far. The tests enumerate the catalog, so a new view is

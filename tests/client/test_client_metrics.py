@@ -22,9 +22,9 @@ from service.features.events import FeatureCreated
 from service.telemetry import retention
 from service.telemetry.commands import MAX_COUNT, MAX_TOGGLES
 from tests import factories
+from tests.audit.test_reporting_role import Roles, new_login
 from tests.conftest import ADMIN
-from tests.test_features import FEATURES, create, error
-from tests.test_reporting_role import Roles, new_login
+from tests.features.test_features import FEATURES, create, error
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

@@ -30,8 +30,8 @@ from tests.containers.podman import (
     secret_files,
     unique_name,
 )
+from tests.harness import free_port
 from tests.pg import Cluster
-from tests.processes import free_port
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator

@@ -41,8 +41,8 @@ from tests.containers.podman import (
     unique_name,
 )
 from tests.containers.test_image import create_database, master_key_file
+from tests.harness import free_port
 from tests.pg import Cluster
-from tests.processes import free_port
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

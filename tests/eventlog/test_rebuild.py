@@ -47,9 +47,9 @@ from service.users.events import (
     UserSignedOut,
 )
 from tests.bench.biglog import generate
+from tests.eventlog.test_stored_events import SAMPLED
 from tests.factories import TEST_ACTOR
 from tests.strategies import for_type
-from tests.test_stored_events import SAMPLED
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

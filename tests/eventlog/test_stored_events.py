@@ -12,7 +12,6 @@ import json
 import re
 import uuid
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -29,12 +28,13 @@ from service.features.events import FeatureCloned, StrategyAdded
 from service.privacy import master
 from service.privacy.keys import Keyring
 from service.users.events import UsersDeleted
+from tests import ROOT
 from tests.strategies import fields, for_type, walk
 
 if TYPE_CHECKING:
     from service.connections import Conn
 
-SAMPLES = Path(__file__).resolve().parent / "stored_events"
+SAMPLES = ROOT / "tests" / "stored_events"
 SAMPLE_NAME = re.compile(r"^(\w+)\.v(\d+)\.json$")
 SNAKE_CASE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
 

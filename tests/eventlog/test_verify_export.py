@@ -12,21 +12,23 @@ import os
 import subprocess
 import sys
 from decimal import Decimal
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from service import cli
+from tests import ROOT
 from tests.bench.biglog import generate
 from tests.factories import append, noted
-from tests.processes import run_cli
+from tests.harness import run_cli
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from service.connections import Conn
 
-TOOL = Path(__file__).resolve().parents[1] / "tools" / "verify_export.py"
+TOOL = ROOT / "tools" / "verify_export.py"
 # The tool is a script an auditor runs alone, not a package of ours: load it from its file.
 _spec = importlib.util.spec_from_file_location("verify_export", TOOL)
 assert _spec is not None

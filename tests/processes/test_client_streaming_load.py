@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING
 import aiohttp
 import pytest
 
-from tests.processes import stop
+from tests.harness import stop
 from tests.sse import Reader
 
 if TYPE_CHECKING:
-    from tests.processes import Harness
+    from tests.harness import Harness
 
 CLIENTS = 200
 CHANGES = 60

@@ -25,7 +25,7 @@ import asyncpg
 import psutil
 import pytest
 
-from tests.processes import (
+from tests.harness import (
     Harness,
     Server,
     assert_error_body,

@@ -17,7 +17,7 @@ import asyncpg
 import pytest
 
 from service import embedded, migrations
-from tests.processes import (
+from tests.harness import (
     GENERATED_TOKEN,
     Harness,
     assert_error_body,

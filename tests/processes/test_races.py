@@ -16,9 +16,9 @@ from projections.verify import verify
 from service import connections
 from service.appkeys import POOL
 from tests.conftest import ADMIN
-from tests.test_features import FEATURES
-from tests.test_pats import in_days
-from tests.test_users import STRONG, create_user
+from tests.features.test_features import FEATURES
+from tests.users.test_pats import in_days
+from tests.users.test_users import STRONG, create_user
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

@@ -14,8 +14,8 @@ import psutil
 import pytest
 
 if TYPE_CHECKING:
+    from tests.harness import Harness
     from tests.pg import PgServer
-    from tests.processes import Harness
 
 pytestmark = pytest.mark.process
 

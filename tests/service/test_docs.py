@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from service.codec import EVENT_TYPES
 from service.settings import Settings
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests import ROOT
 
 
 def test_every_event_type_is_documented() -> None:

@@ -9,13 +9,15 @@ import re
 import sys
 import tomllib
 from importlib import metadata
-from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tests import ROOT
+
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from service.connections import Conn
 
-ROOT = Path(__file__).resolve().parent.parent
 # A statement naming one of the log's tables (or its functions) right after a SQL keyword.
 LOG_SQL = re.compile(
     r"\b(FROM|INTO|UPDATE|JOIN|TABLE)\s+(public\.)?(events|streams|log_head)\b"

@@ -20,10 +20,10 @@ from service.logs import configure_logging
 from service.openapi import openapi_path
 from tests import factories
 from tests.conftest import ADMIN, ADMIN_TOKEN, AiohttpClient
-from tests.test_features import error
-from tests.test_pats import in_days
-from tests.test_sessions import session, sign_in
-from tests.test_users import STRONG, USERS, create_user, make_account
+from tests.features.test_features import error
+from tests.users.test_pats import in_days
+from tests.users.test_sessions import session, sign_in
+from tests.users.test_users import STRONG, USERS, create_user, make_account
 
 if TYPE_CHECKING:
     import asyncpg

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import given
@@ -13,6 +13,10 @@ from service import embedded
 from service.cli import embedded_pool
 from service.errors import ConfigError
 from service.settings import FILE_SETTINGS, Settings, load_settings
+from tests import ROOT
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def test_defaults() -> None:
@@ -204,7 +208,7 @@ def test_only_the_secrets_have_a_file_form(tmp_path: Path) -> None:
 
 
 def test_every_file_form_is_in_the_readme() -> None:
-    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    text = (ROOT / "README.md").read_text()
     assert [f for f in FILE_SETTINGS if f"`{f.upper()}_FILE`" not in text] == []
 
 

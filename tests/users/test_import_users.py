@@ -17,7 +17,7 @@ from service.appkeys import POOL
 from service.users import importer
 from service.users.events import UserCreated
 from tests.factories import TEST_ACTOR
-from tests.processes import run_cli
+from tests.harness import run_cli
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -15,9 +15,9 @@ from service.users.events import PersonalAccessTokensSeen, TokenUse, UserSignedI
 from service.users.handlers.inactive import DELETIONS, LANES
 from tests import factories
 from tests.conftest import ADMIN
-from tests.test_features import error, event_count
-from tests.test_sessions import sign_in
-from tests.test_users import STRONG, USERS, create_user
+from tests.features.test_features import error, event_count
+from tests.users.test_sessions import sign_in
+from tests.users.test_users import STRONG, USERS, create_user
 
 if TYPE_CHECKING:
     from collections.abc import Callable

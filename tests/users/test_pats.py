@@ -14,9 +14,9 @@ from service import auth, connections
 from service.appkeys import POOL
 from service.users.usage import FLUSH_SECONDS, TokenUsage
 from tests.conftest import ADMIN
-from tests.test_features import error, event_count
-from tests.test_sessions import session, sign_in
-from tests.test_users import STRONG, USERS, create_user, make_account
+from tests.features.test_features import error, event_count
+from tests.users.test_sessions import session, sign_in
+from tests.users.test_users import STRONG, USERS, create_user, make_account
 
 if TYPE_CHECKING:
     from aiohttp import web

@@ -16,8 +16,8 @@ from service.users.handlers import search as search_module
 from service.users.importer import import_users
 from tests import factories
 from tests.conftest import ADMIN
-from tests.test_features import error
-from tests.test_users import ROOT_ROLES, USERS, create_user, make_account
+from tests.features.test_features import error
+from tests.users.test_users import ROOT_ROLES, USERS, create_user, make_account
 
 if TYPE_CHECKING:
     from aiohttp import web

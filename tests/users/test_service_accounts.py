@@ -12,10 +12,10 @@ import pytest
 from projections.verify import verify
 from service.appkeys import POOL
 from tests.conftest import ADMIN
-from tests.test_features import error, event_count
-from tests.test_pats import in_days
-from tests.test_sessions import session, sign_in
-from tests.test_users import ROOT_ROLES, STRONG, USERS, create_user, gravatar, make_account
+from tests.features.test_features import error, event_count
+from tests.users.test_pats import in_days
+from tests.users.test_sessions import session, sign_in
+from tests.users.test_users import ROOT_ROLES, STRONG, USERS, create_user, gravatar, make_account
 
 if TYPE_CHECKING:
     from aiohttp import web

@@ -16,8 +16,8 @@ from service.users.domain import WRONG_CREDENTIALS
 from service.users.failures import FAILED_SIGN_INS
 from service.users.passwords import HASHING
 from tests.conftest import ADMIN, ADMIN_TOKEN
-from tests.test_features import error, event_count
-from tests.test_users import STRONG, USERS, create_user, make_account
+from tests.features.test_features import error, event_count
+from tests.users.test_users import STRONG, USERS, create_user, make_account
 
 if TYPE_CHECKING:
     from aiohttp import web

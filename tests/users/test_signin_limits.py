@@ -22,9 +22,9 @@ from service.users.failures import FAILED_SIGN_INS, FailedSignIns
 from service.users.limits import RateLimiter, client_address
 from service.users.passwords import HASHING, PasswordHashing
 from tests.conftest import ADMIN, ADMIN_TOKEN
-from tests.test_features import error
-from tests.test_sessions import LOGIN, sign_in_events
-from tests.test_users import STRONG, USERS, create_user
+from tests.features.test_features import error
+from tests.users.test_sessions import LOGIN, sign_in_events
+from tests.users.test_users import STRONG, USERS, create_user
 
 if TYPE_CHECKING:
     from aiohttp import web

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.processes import Harness
-from tests.sdk.support import Service, frontend_answers, start_service
+from tests.client.sdk.support import Service, frontend_answers, start_service
+from tests.harness import Harness
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -18,11 +18,11 @@ from yggdrasil_engine.engine import UnleashEngine
 
 from tests.clientapi import PROJECT, env_path, flag, ok, rich_flags, strategy, switch
 from tests.conftest import ADMIN, ADMIN_TOKEN
-from tests.processes import wait_ready
+from tests.harness import wait_ready
 
 if TYPE_CHECKING:
-    from tests.processes import Harness, Server
-    from tests.sdk.proxy import Connection, Proxy
+    from tests.client.sdk.proxy import Connection, Proxy
+    from tests.harness import Harness, Server
 
 ENVIRONMENT = "development"
 STREAMED_SECONDS = 1.0  # how soon a change must reach a streaming SDK (the bound)

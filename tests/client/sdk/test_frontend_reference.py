@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.sdk.support import (
+from tests.client.sdk.support import (
     CONTEXTS,
     Service,
     assert_meaningful,

@@ -1,5 +1,5 @@
 """The official Node SDK (npm unleash-client, its own evaluation in JavaScript) against the
-service as a real process, run with the machine's node by tests/sdk/node/evaluate.js: in
+service as a real process, run with the machine's node by tests/client/sdk/node/evaluate.js: in
 polling and in streaming mode it answers isEnabled and getVariant for 50 contexts as
 /api/frontend does; a change made through the admin API reaches it (next poll; within a second
 when streaming); a cut stream resumes; its registration and metrics are taken."""
@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.sdk.proxy import Proxy
-from tests.sdk.support import (
+from tests.client.sdk.proxy import Proxy
+from tests.client.sdk.support import (
     CONTEXTS,
     ENVIRONMENT,
     FLAGS,
@@ -36,7 +36,7 @@ from tests.sdk.support import (
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from tests.sdk.support import Step
+    from tests.client.sdk.support import Step
 
 pytestmark = pytest.mark.process
 
@@ -49,7 +49,7 @@ POLLED_SECONDS = POLL_MS / 1000 + 1.0
 
 @pytest.fixture(scope="module")
 def node_package() -> Path:
-    """tests/sdk/node with its node_modules, installed from the lock file when absent."""
+    """tests/client/sdk/node with its node_modules, installed from the lock file when absent."""
     node, npm = shutil.which("node"), shutil.which("npm")
     if node is None or npm is None:
         pytest.fail("the Node SDK tests need node (>= 20) and npm on the PATH")

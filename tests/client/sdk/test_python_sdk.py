@@ -14,8 +14,8 @@ import pytest
 from UnleashClient.clients.unleash_client import UnleashClient
 from UnleashClient.events import BaseEvent, UnleashEventType
 
-from tests.sdk.proxy import Proxy
-from tests.sdk.support import (
+from tests.client.sdk.proxy import Proxy
+from tests.client.sdk.support import (
     CONTEXTS,
     ENVIRONMENT,
     FLAGS,
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
-    from tests.sdk.support import Step
+    from tests.client.sdk.support import Step
 
 pytestmark = pytest.mark.process
 

@@ -1,6 +1,6 @@
 'use strict';
 // The official Node SDK (unleash-client) pointed at the service, driven by
-// tests/sdk/test_node_sdk.py over JSON lines: the first stdin line is the configuration
+// tests/client/sdk/test_node_sdk.py over JSON lines: the first stdin line is the configuration
 // ({url, token, appName, instanceId, mode: "polling" | "streaming", refreshMs, metricsMs,
 // flags, contexts}); each later line is one command:
 //   {"evaluate": true}                        -> {"event": "evaluated", "results": [...]}, for
