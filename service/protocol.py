@@ -44,7 +44,7 @@ BACKLOG = 128
 # the event loop accepts every queued connection at once before any is admitted and an idle
 # one closed for it. Without that room a burst at the limit ran out of descriptors, and the
 # event loop reset the connection it could not take (a client's request answered by a reset,
-# tests/test_faults.py: 4 runs of 16 under load, none of 20 with the room).
+# tests/processes/test_faults.py: 4 runs of 16 under load, none of 20 with the room).
 FD_RESERVE = 64 + BACKLOG
 _full = Throttled("connections_full")
 LINGER_SECONDS = 2.0
