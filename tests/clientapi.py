@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.conftest import ADMIN
+from tests.factories import ADMIN
 
 PROJECT = "/api/admin/projects/default"
 

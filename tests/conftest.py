@@ -23,6 +23,7 @@ from service.privacy.crypto import MasterKey
 from service.privacy.keys import Masters
 from service.settings import Settings
 from tests import conformance
+from tests.factories import ADMIN_TOKEN
 from tests.harness import Harness
 from tests.pg import PG15_BIN, Cluster, PgServer, start_pg15, tune_for_tests
 
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
     import asyncpg
     from aiohttp.web_runner import BaseRunner
 
-ADMIN_TOKEN = "*:*.test-admin-secret-0123456789abcdefghijklmnop"
 AiohttpClient = Callable[[web.Application | TestServer], Awaitable[TestClient[Any, Any]]]
 
 
@@ -165,9 +165,6 @@ class ServiceTestServer(TestServer):
 @pytest.fixture
 async def client(app: web.Application, aiohttp_client: AiohttpClient) -> TestClient[Any, Any]:
     return await aiohttp_client(ServiceTestServer(app))
-
-
-ADMIN = {"Authorization": ADMIN_TOKEN}
 
 
 @pytest.fixture

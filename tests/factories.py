@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     from service.codec import DomainEvent, RecordedEvent
     from service.connections import Conn
 
+# The admin token every test's service is seeded with (the settings fixture's), and its headers.
+ADMIN_TOKEN = "*:*.test-admin-secret-0123456789abcdefghijklmnop"
+ADMIN = {"Authorization": ADMIN_TOKEN}
 TEST_ACTOR = Metadata(actor_id="test", actor_name="test", actor_kind="system", source="test")
 
 

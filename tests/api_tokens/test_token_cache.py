@@ -14,7 +14,8 @@ from service.app import create_app
 from service.appkeys import POOL
 from service.auth import CachedTokens, Principal
 from tests.clientapi import ok, token
-from tests.conftest import ADMIN, ServiceTestServer, resolve_with_test_principals
+from tests.conftest import ServiceTestServer, resolve_with_test_principals
+from tests.factories import ADMIN
 
 if TYPE_CHECKING:
     import asyncpg

@@ -17,7 +17,7 @@ from service.appkeys import POOL
 from service.audit import states
 from service.audit.diff import EntityChange, FieldChange, Reading, diff
 from tests.audit.test_point_in_time import CHANGES_BY_WEIGHT, World
-from tests.conftest import ADMIN
+from tests.factories import ADMIN
 from tests.features.test_features import FEATURES, error
 from tests.harness import run_cli
 from tests.users.test_users import create_user

@@ -38,8 +38,8 @@ from service.users.events import (
     UserDeleted,
 )
 from tests import factories
-from tests.conftest import ADMIN, ADMIN_TOKEN, AiohttpClient
 from tests.eventlog.test_stored_events import METADATA, SAMPLED
+from tests.factories import ADMIN, ADMIN_TOKEN
 from tests.features.test_features import FEATURES, error
 from tests.strategies import for_type
 from tests.users.test_pats import in_days
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 
     from service.connections import Conn
     from service.events import Event
+    from tests.conftest import AiohttpClient
 
     Client = TestClient[Any, Any]
 

@@ -33,14 +33,13 @@ from service.privacy import admin, erasure, fields, keys, master, seal
 from service.privacy.crypto import PLACEHOLDER, MasterKey
 from service.settings import Settings
 from tests.conftest import (
-    ADMIN,
-    ADMIN_TOKEN,
     TEST_MASTER_KEY,
     AiohttpClient,
     ServiceTestServer,
     resolve_with_test_principals,
 )
 from tests.eventlog.test_verify_export import run as verify_export
+from tests.factories import ADMIN, ADMIN_TOKEN
 from tests.features.test_features import FEATURES
 from tests.harness import run_cli
 from tests.strategies import for_type

@@ -21,7 +21,7 @@ from projections.verify import verify
 from service import bootstrap, connections, migrations, reporting
 from service.features.events import FeatureCreated
 from tests import factories
-from tests.conftest import ADMIN_TOKEN
+from tests.factories import ADMIN_TOKEN
 from tests.pg import with_database
 
 if TYPE_CHECKING:

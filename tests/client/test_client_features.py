@@ -9,7 +9,7 @@ import pytest
 
 from service.appkeys import CLIENT_FEED
 from tests.clientapi import PROJECT, flag, ok, rich_flags, segment, strategy, switch, token
-from tests.conftest import ADMIN
+from tests.factories import ADMIN
 
 if TYPE_CHECKING:
     from aiohttp import web

@@ -11,7 +11,7 @@ import aiohttp
 import pytest
 
 from tests.clientapi import PROJECT, flag, ok, rich_flags, segment, strategy, switch, token
-from tests.conftest import ADMIN
+from tests.factories import ADMIN
 from tests.sse import Reader
 
 if TYPE_CHECKING:

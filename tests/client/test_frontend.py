@@ -23,7 +23,8 @@ from service.frontend.engine import Reads
 from service.settings import Settings, load_settings
 from tests import conformance
 from tests.clientapi import PROJECT, env_path, flag, ok, rich_flags, strategy, switch, token
-from tests.conftest import ADMIN, ADMIN_TOKEN, AiohttpClient, ServiceTestServer
+from tests.conftest import AiohttpClient, ServiceTestServer
+from tests.factories import ADMIN, ADMIN_TOKEN
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

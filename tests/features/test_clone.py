@@ -13,7 +13,8 @@ from projections.verify import verify
 from service import auth, eventstore
 from service.appkeys import POOL
 from service.features.events import FeatureCloned
-from tests.conftest import ADMIN, as_principal
+from tests.conftest import as_principal
+from tests.factories import ADMIN
 from tests.features.test_features import FEATURES, create, error, event_count
 
 if TYPE_CHECKING:

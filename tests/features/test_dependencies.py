@@ -8,7 +8,7 @@ import pytest
 
 from projections.verify import verify
 from service.appkeys import POOL
-from tests.conftest import ADMIN
+from tests.factories import ADMIN
 from tests.features.test_features import FEATURES, create, error, event_count
 
 if TYPE_CHECKING:

@@ -15,8 +15,8 @@ from projections.verify import verify
 from service import auth, connections, store
 from service.appkeys import POOL
 from service.projects.events import ProjectEnvironmentEnabled
-from tests.conftest import ADMIN, as_principal
-from tests.factories import TEST_ACTOR
+from tests.conftest import as_principal
+from tests.factories import ADMIN, TEST_ACTOR
 
 if TYPE_CHECKING:
     from aiohttp import web

@@ -11,7 +11,8 @@ import pytest
 from projections.verify import verify
 from service import auth
 from service.appkeys import POOL
-from tests.conftest import ADMIN, as_principal
+from tests.conftest import as_principal
+from tests.factories import ADMIN
 from tests.features.test_features import FEATURES, create, error, event_count
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ from projections.replay import replay
 from projections.verify import verify
 from service import connections
 from service.appkeys import POOL
-from tests.conftest import ADMIN
+from tests.factories import ADMIN
 from tests.features.test_features import FEATURES
 from tests.users.test_pats import in_days
 from tests.users.test_users import STRONG, create_user

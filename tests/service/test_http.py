@@ -18,10 +18,12 @@ from hypothesis import strategies as st
 from service import auth, bootstrap, connections
 from service.appkeys import LIFECYCLE, POOL, SCHEMA_VERSION
 from service.logs import configure_logging
-from tests.conftest import ADMIN, ADMIN_TOKEN, AiohttpClient
+from tests.factories import ADMIN, ADMIN_TOKEN
 
 if TYPE_CHECKING:
     from aiohttp import web
+
+    from tests.conftest import AiohttpClient
 
 Client = TestClient[Any, Any]
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")

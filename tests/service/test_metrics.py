@@ -23,7 +23,8 @@ from service.appkeys import POOL
 from service.metrics import CONTENT_TYPE, METRICS, Metrics
 from service.settings import Settings
 from tests import factories
-from tests.conftest import ADMIN, ADMIN_TOKEN, AiohttpClient, ServiceTestServer
+from tests.conftest import AiohttpClient, ServiceTestServer
+from tests.factories import ADMIN, ADMIN_TOKEN
 
 if TYPE_CHECKING:
     from aiohttp import web

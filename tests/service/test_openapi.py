@@ -27,7 +27,7 @@ from service.http import Param, Route, json_response, query_param, read_json, ta
 from service.names import validate_name
 from service.openapi import openapi_path
 from service.projects.commands import CreateProject
-from tests.conftest import ADMIN
+from tests.factories import ADMIN
 
 if TYPE_CHECKING:
     from aiohttp import web

@@ -19,7 +19,7 @@ from service.appkeys import POOL
 from service.logs import configure_logging
 from service.openapi import openapi_path
 from tests import factories
-from tests.conftest import ADMIN, ADMIN_TOKEN, AiohttpClient
+from tests.factories import ADMIN, ADMIN_TOKEN
 from tests.features.test_features import error
 from tests.users.test_pats import in_days
 from tests.users.test_sessions import session, sign_in
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from aiohttp.test_utils import TestClient
 
     from service.connections import Conn
+    from tests.conftest import AiohttpClient
 
     Client = TestClient[Any, Any]
 

@@ -11,7 +11,7 @@ import pytest
 
 from projections.verify import verify
 from service.appkeys import POOL
-from tests.conftest import ADMIN
+from tests.factories import ADMIN
 from tests.features.test_features import error, event_count
 from tests.users.test_pats import in_days
 from tests.users.test_sessions import session, sign_in

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from service.appkeys import POOL
 from tests import factories
-from tests.conftest import ADMIN
+from tests.factories import ADMIN
 from tests.features.test_features import error, event_count
 
 if TYPE_CHECKING:

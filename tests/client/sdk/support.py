@@ -17,7 +17,7 @@ import asyncpg
 from yggdrasil_engine.engine import UnleashEngine
 
 from tests.clientapi import PROJECT, env_path, flag, ok, rich_flags, strategy, switch
-from tests.conftest import ADMIN, ADMIN_TOKEN
+from tests.factories import ADMIN, ADMIN_TOKEN
 from tests.harness import wait_ready
 
 if TYPE_CHECKING:
