@@ -5,20 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.factories import ADMIN
+from tests.factories import ADMIN, flag, ok
 
 PROJECT = "/api/admin/projects/default"
 
 
 def env_path(flag: str, environment: str = "development") -> str:
     return f"{PROJECT}/features/{flag}/environments/{environment}"
-
-
-async def ok(resp: Any, *statuses: int) -> Any:
-    assert resp.status in (statuses or (200, 201)), (resp.status, await resp.text())
-    if resp.status == 204 or not resp.content_type.endswith("json"):
-        return None
-    return await resp.json()
 
 
 async def token(
@@ -35,11 +28,6 @@ async def token(
     }
     created = await ok(await client.post("/api/admin/api-tokens", json=body, headers=ADMIN))
     return str(created["secret"])
-
-
-async def flag(client: Any, name: str, project: str = "default", **extra: Any) -> None:
-    body = {"name": name, **extra}
-    await ok(await client.post(f"/api/admin/projects/{project}/features", json=body, headers=ADMIN))
 
 
 async def strategy(

@@ -1,7 +1,11 @@
-"""Test data: plain functions with keyword defaults."""
+"""Test data, and the requests that make it and check the answers, shared by every area: plain
+functions with keyword defaults. Events appended directly (tests of the log itself), accounts,
+and the admin API's requests (a `client` is a TestClient, or an aiohttp session with a base URL
+for the service as a process)."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -9,11 +13,14 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from projections.inline import apply_inline
 from service import auth, eventstore
 from service.api_tokens.events import ApiTokenCreated
+from service.appkeys import POOL
 from service.events import Metadata
 from service.features.events import SegmentDeleted
 from service.users.events import PersonalAccessTokenCreated, ServiceAccountCreated, UserCreated
 
 if TYPE_CHECKING:
+    from aiohttp import web
+
     from service.codec import DomainEvent, RecordedEvent
     from service.connections import Conn
 
@@ -118,3 +125,64 @@ async def account(
     kind = "service-account" if service else "user"
     await append(conn, events, stream=(kind, str(account_id)), expected="no-stream")
     return Account(account_id, secret)
+
+
+# --- the admin API: requests and what their answers must be -----------------------------------
+
+FEATURES = "/api/admin/projects/default/features"
+ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")  # a timestamp as answers write it
+
+
+async def ok(resp: Any, *statuses: int) -> Any:
+    """The answer's JSON body (None when it has none), once its status is one of `statuses`
+    (200 or 201 when none is given)."""
+    assert resp.status in (statuses or (200, 201)), (resp.status, await resp.text())
+    if resp.status == 204 or not resp.content_type.endswith("json"):
+        return None
+    return await resp.json()
+
+
+def error_body(body: Any, name: str) -> str:
+    """An error's body: exactly an id, a name (this one) and a message; the message."""
+    assert isinstance(body, dict)
+    assert set(body) == {"id", "name", "message"}
+    assert body["name"] == name
+    return str(body["message"])
+
+
+async def error(resp: Any, status: int, name: str) -> str:
+    """An error answer of this status and name; its message."""
+    assert resp.status == status, await resp.text()
+    return error_body(await resp.json(), name)
+
+
+async def create(
+    client: Any, body: Any, project: str = "default", *, headers: dict[str, str] = ADMIN
+) -> Any:
+    """POST `body` to the project's flags; the answer, whatever it is."""
+    return await client.post(f"/api/admin/projects/{project}/features", json=body, headers=headers)
+
+
+async def create_flag(client: Any, name: str) -> int:
+    """The status of creating the flag `name` in the default project."""
+    resp = await create(client, {"name": name})
+    return int(resp.status)
+
+
+async def flag(client: Any, name: str, project: str = "default", **extra: Any) -> None:
+    """A flag made through the admin API (200), with any other fields of its body."""
+    await ok(await create(client, {"name": name, **extra}, project), 200)
+
+
+async def event_count(app: web.Application, event_type: str | None = None) -> int:
+    """Events in the log (of this type)."""
+    async with app[POOL].acquire() as conn:
+        if event_type is None:
+            return int(await conn.fetchval("SELECT count(*) FROM events"))
+        return int(await conn.fetchval("SELECT count(*) FROM events WHERE type = $1", event_type))
+
+
+async def head(app: web.Application) -> int:
+    """The log's head: the position of its last event."""
+    async with app[POOL].acquire() as conn:
+        return await eventstore.head(conn)

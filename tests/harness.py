@@ -26,6 +26,7 @@ import pytest
 from service import embedded
 from service.settings import Settings
 from tests import ROOT
+from tests.factories import error_body
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -275,7 +276,5 @@ def postmaster_pid(data_dir: Path) -> int:
 
 
 def assert_error_body(body: Any, name: str, message: str) -> None:
-    assert isinstance(body, dict)
-    assert set(body) == {"id", "name", "message"}
+    assert error_body(body, name) == message
     uuid.UUID(body["id"])
-    assert (body["name"], body["message"]) == (name, message)

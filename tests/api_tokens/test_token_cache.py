@@ -13,9 +13,9 @@ from service import auth
 from service.app import create_app
 from service.appkeys import POOL
 from service.auth import CachedTokens, Principal
-from tests.clientapi import ok, token
+from tests.clientapi import token
 from tests.conftest import ServiceTestServer, resolve_with_test_principals
-from tests.factories import ADMIN
+from tests.factories import ADMIN, ok
 
 if TYPE_CHECKING:
     import asyncpg

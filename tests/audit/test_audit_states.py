@@ -17,8 +17,7 @@ from service.appkeys import POOL
 from service.audit import states
 from service.audit.diff import EntityChange, FieldChange, Reading, diff
 from tests.audit.test_point_in_time import CHANGES_BY_WEIGHT, World
-from tests.factories import ADMIN
-from tests.features.test_features import FEATURES, error
+from tests.factories import ADMIN, FEATURES, error, head
 from tests.harness import run_cli
 from tests.users.test_users import create_user
 
@@ -33,11 +32,6 @@ if TYPE_CHECKING:
     Client = TestClient[Any, Any]
 
 DIFF = "/api/admin/audit/diff"
-
-
-async def head(app: web.Application) -> int:
-    async with app[POOL].acquire() as conn:
-        return int(await conn.fetchval("SELECT position FROM log_head"))
 
 
 async def diff_of(client: Client, query: str) -> Any:

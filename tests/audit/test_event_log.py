@@ -39,8 +39,7 @@ from service.users.events import (
 )
 from tests import factories
 from tests.eventlog.test_stored_events import METADATA, SAMPLED
-from tests.factories import ADMIN, ADMIN_TOKEN
-from tests.features.test_features import FEATURES, error
+from tests.factories import ADMIN, ADMIN_TOKEN, FEATURES, error, ok
 from tests.strategies import for_type
 from tests.users.test_pats import in_days
 from tests.users.test_sessions import session, sign_in
@@ -68,36 +67,33 @@ def erasing_a_year_later(dsn: str) -> Settings:
     return Settings(database_url=dsn, init_admin_api_tokens=(ADMIN_TOKEN,), erasure_delay_days=365)
 
 
-async def ok(resp: Any, status: int = 200) -> Any:
-    assert resp.status == status, await resp.text()
-    return await resp.json() if resp.content_type == "application/json" else None
-
-
 async def search(client: Client, query: str = "", headers: dict[str, str] = ADMIN) -> Any:
-    return await ok(await client.get(f"{SEARCH}?{query}", headers=headers))
+    return await ok(await client.get(f"{SEARCH}?{query}", headers=headers), 200)
 
 
 async def a_flag_with_a_history(client: Client, name: str = "checkout") -> str:
     """Every kind of change a flag can go through, in this order."""
-    await ok(await client.post(FEATURES, json={"name": name, "description": "d"}, headers=ADMIN))
+    await ok(
+        await client.post(FEATURES, json={"name": name, "description": "d"}, headers=ADMIN), 200
+    )
     base = f"{FEATURES}/{name}/environments/development"
     strategy = {
         "name": "flexibleRollout",
         "parameters": {"rollout": "50", "groupId": name},
         "constraints": [{"contextName": "userId", "operator": "IN", "values": ["a"]}],
     }
-    added = await ok(await client.post(f"{base}/strategies", json=strategy, headers=ADMIN))
+    added = await ok(await client.post(f"{base}/strategies", json=strategy, headers=ADMIN), 200)
     changed = strategy | {"parameters": {"rollout": "60", "groupId": name}, "constraints": []}
-    await ok(await client.put(f"{base}/strategies/{added['id']}", json=changed, headers=ADMIN))
-    await ok(await client.post(f"{base}/on", headers=ADMIN))
-    await ok(await client.post(f"{base}/off", headers=ADMIN))
+    await ok(await client.put(f"{base}/strategies/{added['id']}", json=changed, headers=ADMIN), 200)
+    await ok(await client.post(f"{base}/on", headers=ADMIN), 200)
+    await ok(await client.post(f"{base}/off", headers=ADMIN), 200)
     variants = [{"name": "a", "weightType": "variable", "weight": 1000, "stickiness": "default"}]
-    await ok(await client.put(f"{base}/variants", json=variants, headers=ADMIN))
-    await ok(await client.delete(f"{base}/strategies/{added['id']}", headers=ADMIN))
+    await ok(await client.put(f"{base}/variants", json=variants, headers=ADMIN), 200)
+    await ok(await client.delete(f"{base}/strategies/{added['id']}", headers=ADMIN), 200)
     tags = f"/api/admin/features/{name}/tags"
     await ok(await client.post(tags, json={"value": "beta"}, headers=ADMIN), 201)
     await ok(await client.post(tags, json={"value": "gamma"}, headers=ADMIN), 201)
-    await ok(await client.delete(f"{tags}/simple/beta", headers=ADMIN))
+    await ok(await client.delete(f"{tags}/simple/beta", headers=ADMIN), 200)
     stale = "/api/admin/projects/default/stale"
     await ok(await client.post(stale, json={"features": [name], "stale": True}, headers=ADMIN), 202)
     await ok(
@@ -105,13 +101,13 @@ async def a_flag_with_a_history(client: Client, name: str = "checkout") -> str:
     )
     await ok(await client.delete(f"{FEATURES}/{name}", headers=ADMIN), 202)
     revive = "/api/admin/projects/default/revive"
-    await ok(await client.post(revive, json={"features": [name]}, headers=ADMIN))
+    await ok(await client.post(revive, json={"features": [name]}, headers=ADMIN), 200)
     return str(added["id"])
 
 
 async def test_a_flag_s_history_reads_as_unleash_records_it(client: Client) -> None:
     strategy_id = await a_flag_with_a_history(client)
-    body = await ok(await client.get("/api/admin/events/checkout", headers=ADMIN))
+    body = await ok(await client.get("/api/admin/events/checkout", headers=ADMIN), 200)
     assert body["version"] == 1
     assert body["toggleName"] == "checkout"
     assert body["totalEvents"] == len(body["events"]) == 14
@@ -178,7 +174,7 @@ async def test_a_flag_s_history_reads_as_unleash_records_it(client: Client) -> N
 
 
 async def test_one_event_whole(client: Client) -> None:
-    await ok(await client.post(FEATURES, json={"name": "f1"}, headers=ADMIN))
+    await ok(await client.post(FEATURES, json={"name": "f1"}, headers=ADMIN), 200)
     body = await search(client, "type=IS:feature-created")
     assert body["total"] == 1
     (event,) = body["events"]
@@ -227,9 +223,10 @@ async def test_accounts_tokens_and_segments_show_what_they_were_before(
     await ok(
         await client.put(
             f"/api/admin/user-admin/{user['id']}", json={"name": "Ada K"}, headers=ADMIN
-        )
+        ),
+        200,
     )
-    await ok(await client.delete(f"/api/admin/user-admin/{user['id']}", headers=ADMIN))
+    await ok(await client.delete(f"/api/admin/user-admin/{user['id']}", headers=ADMIN), 200)
     sa = await ok(
         await client.post(
             "/api/admin/service-account", json={"username": "bot", "rootRole": 3}, headers=ADMIN
@@ -247,16 +244,18 @@ async def test_accounts_tokens_and_segments_show_what_they_were_before(
     await ok(
         await client.delete(
             f"/api/admin/service-account/{sa['id']}/token/{pat['id']}", headers=ADMIN
-        )
+        ),
+        200,
     )
     await ok(
         await client.put(
             f"/api/admin/service-account/{sa['id']}",
             json={"name": "Bot", "rootRole": 2},
             headers=ADMIN,
-        )
+        ),
+        200,
     )
-    await ok(await client.delete(f"/api/admin/service-account/{sa['id']}", headers=ADMIN))
+    await ok(await client.delete(f"/api/admin/service-account/{sa['id']}", headers=ADMIN), 200)
     token = await ok(
         await client.post(
             "/api/admin/api-tokens",
@@ -265,7 +264,7 @@ async def test_accounts_tokens_and_segments_show_what_they_were_before(
         ),
         201,
     )
-    await ok(await client.delete(f"/api/admin/api-tokens/{token['id']}", headers=ADMIN))
+    await ok(await client.delete(f"/api/admin/api-tokens/{token['id']}", headers=ADMIN), 200)
     segment = await ok(
         await client.post(
             "/api/admin/segments", json={"name": "s1", "constraints": []}, headers=ADMIN
@@ -332,10 +331,11 @@ async def test_filters_narrow_and_total_counts_every_match(
         201,
     )
     await ok(
-        await client.post("/api/admin/projects/p2/features", json={"name": "three"}, headers=ADMIN)
+        await client.post("/api/admin/projects/p2/features", json={"name": "three"}, headers=ADMIN),
+        200,
     )
     editor = await make_account(app, role=2)
-    await ok(await client.post(FEATURES, json={"name": "four"}, headers=editor.headers))
+    await ok(await client.post(FEATURES, json={"name": "four"}, headers=editor.headers), 200)
     everything = await search(client, "limit=1000")
     assert everything["total"] == len(everything["events"])
     kinds = [e["type"] for e in everything["events"]]
@@ -415,14 +415,14 @@ async def test_people_without_admin_see_only_project_events(
     assert seen["events"][-1]["type"] == "project-created"
     assert everything["total"] > seen["total"]
     resp = await client.get("/api/admin/events/checkout", headers=viewer.headers)
-    assert (await ok(resp))["totalEvents"] == 14
+    assert (await ok(resp, 200))["totalEvents"] == 14
     await error(await client.get("/api/admin/events", headers=viewer.headers), 403, "NoAccessError")
 
 
 async def test_the_last_hundred_and_a_project_s(client: Client) -> None:
     for n in range(8):  # 8 x 14 events, and those of the first start
         await a_flag_with_a_history(client, f"flag{n}")
-    body = await ok(await client.get("/api/admin/events", headers=ADMIN))
+    body = await ok(await client.get("/api/admin/events", headers=ADMIN), 200)
     assert body["version"] == 1
     assert len(body["events"]) == 100
     assert body["totalEvents"] > 100
@@ -431,10 +431,10 @@ async def test_the_last_hundred_and_a_project_s(client: Client) -> None:
         await client.post("/api/admin/projects", json={"id": "p2", "name": "P2"}, headers=ADMIN),
         201,
     )
-    project = await ok(await client.get("/api/admin/events?project=p2", headers=ADMIN))
+    project = await ok(await client.get("/api/admin/events?project=p2", headers=ADMIN), 200)
     assert [e["type"] for e in project["events"]] == ["project-created"]
     assert project["totalEvents"] == 1
-    unknown = await ok(await client.get("/api/admin/events/no-such-flag", headers=ADMIN))
+    unknown = await ok(await client.get("/api/admin/events/no-such-flag", headers=ADMIN), 200)
     assert unknown == {"version": 1, "toggleName": "no-such-flag", "events": [], "totalEvents": 0}
 
 
@@ -603,8 +603,8 @@ async def test_an_imported_person_s_first_change_shows_the_imported_record(
         await importer.import_users(conn, lines, source="people.jsonl")
         user_id = await conn.fetchval("SELECT id FROM users WHERE email = 'p1@example.com'")
     resp = await client.put(f"/api/admin/user-admin/{user_id}", json={"name": "Pia"}, headers=ADMIN)
-    await ok(resp)
-    await ok(await client.delete(f"/api/admin/user-admin/{user_id}", headers=ADMIN))
+    await ok(resp, 200)
+    await ok(await client.delete(f"/api/admin/user-admin/{user_id}", headers=ADMIN), 200)
     body = await search(client, "type=IS_ANY_OF:user-updated,user-deleted,UsersImported&after=0")
     imported, updated, deleted = body["events"]
     assert imported["type"] == "UsersImported"
@@ -637,7 +637,7 @@ async def test_every_combination_of_filters_answers_as_filtering_the_whole_log_w
         await a_flag_with_a_history(client, f"a{n}")
     for n in range(3):
         name, path = f"b{n}", "/api/admin/projects/p2/features"
-        await ok(await client.post(path, json={"name": name}, headers=editor_headers))
+        await ok(await client.post(path, json={"name": name}, headers=editor_headers), 200)
         tags = f"/api/admin/features/{name}/tags"
         await ok(await client.post(tags, json={"value": "beta"}, headers=editor_headers), 201)
     await create_user(client, {"email": "ada@example.com"})

@@ -17,8 +17,7 @@ import pytest
 from projections.verify import verify
 from service.appkeys import POOL
 from service.settings import Settings
-from tests.factories import ADMIN, ADMIN_TOKEN
-from tests.features.test_features import error
+from tests.factories import ADMIN, ADMIN_TOKEN, error
 from tests.users.test_pats import in_days
 
 if TYPE_CHECKING:

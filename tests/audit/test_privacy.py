@@ -39,8 +39,7 @@ from tests.conftest import (
     resolve_with_test_principals,
 )
 from tests.eventlog.test_verify_export import run as verify_export
-from tests.factories import ADMIN, ADMIN_TOKEN
-from tests.features.test_features import FEATURES
+from tests.factories import ADMIN, ADMIN_TOKEN, FEATURES, error
 from tests.harness import run_cli
 from tests.strategies import for_type
 from tests.users.test_inactive_users import DELETE, person
@@ -668,11 +667,8 @@ async def test_a_wrong_master_key_is_refused_and_a_rotation_rewraps_every_key(
         master.install(keys.Masters(new))
         try:
             resp = await client.get("/api/admin/events", headers=ADMIN)
-            assert resp.status == 503
-            body = await resp.json()
-            assert body["name"] == "ServiceUnavailable"
-            assert f"is wrapped by master key {old.current.id}" in body["message"]
-            assert set(body) == {"id", "name", "message"}
+            message = await error(resp, 503, "ServiceUnavailable")
+            assert f"is wrapped by master key {old.current.id}" in message
         finally:
             master.install(old)
         rotating = keys.Masters(new, [old.current])

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from service.appkeys import CLIENT_FEED
-from tests.clientapi import PROJECT, flag, ok, rich_flags, segment, strategy, switch, token
-from tests.factories import ADMIN
+from tests.clientapi import PROJECT, rich_flags, segment, strategy, switch, token
+from tests.factories import ADMIN, flag, ok
 
 if TYPE_CHECKING:
     from aiohttp import web

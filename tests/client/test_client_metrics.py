@@ -23,8 +23,7 @@ from service.telemetry import retention
 from service.telemetry.commands import MAX_COUNT, MAX_TOGGLES
 from tests import factories
 from tests.audit.test_reporting_role import Roles, new_login
-from tests.factories import ADMIN
-from tests.features.test_features import FEATURES, create, error
+from tests.factories import ADMIN, FEATURES, create, error
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

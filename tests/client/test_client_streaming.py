@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 import pytest
 
-from tests.clientapi import PROJECT, flag, ok, rich_flags, segment, strategy, switch, token
-from tests.factories import ADMIN
+from tests.clientapi import PROJECT, rich_flags, segment, strategy, switch, token
+from tests.factories import ADMIN, flag, ok
 from tests.sse import Reader
 
 if TYPE_CHECKING:

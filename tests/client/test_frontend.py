@@ -22,9 +22,9 @@ from service.frontend.context import Context
 from service.frontend.engine import Reads
 from service.settings import Settings, load_settings
 from tests import conformance
-from tests.clientapi import PROJECT, env_path, flag, ok, rich_flags, strategy, switch, token
+from tests.clientapi import PROJECT, env_path, rich_flags, strategy, switch, token
 from tests.conftest import AiohttpClient, ServiceTestServer
-from tests.factories import ADMIN, ADMIN_TOKEN
+from tests.factories import ADMIN, ADMIN_TOKEN, flag, ok
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

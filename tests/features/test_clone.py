@@ -14,8 +14,7 @@ from service import auth, eventstore
 from service.appkeys import POOL
 from service.features.events import FeatureCloned
 from tests.conftest import as_principal
-from tests.factories import ADMIN
-from tests.features.test_features import FEATURES, create, error, event_count
+from tests.factories import ADMIN, FEATURES, create, error, event_count
 
 if TYPE_CHECKING:
     from aiohttp import web

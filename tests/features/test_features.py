@@ -16,7 +16,7 @@ from service import auth, connections, store
 from service.appkeys import POOL
 from service.projects.events import ProjectEnvironmentEnabled
 from tests.conftest import as_principal
-from tests.factories import ADMIN, TEST_ACTOR
+from tests.factories import ADMIN, FEATURES, ISO, TEST_ACTOR, create, error, event_count
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -24,8 +24,6 @@ if TYPE_CHECKING:
 
     Client = TestClient[Any, Any]
 
-FEATURES = "/api/admin/projects/default/features"
-ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
 VALID_NAME = st.text(alphabet="ABCXYZabcxyz0189-_.!~*'()", min_size=1, max_size=100).filter(
     lambda n: n not in {".", ".."}
 )
@@ -74,26 +72,6 @@ def expected_feature(name: str, created_at: str, **overrides: Any) -> dict[str, 
         "dependencies": [],
         "lifecycle": {"stage": "initial", "enteredStageAt": created_at},
     } | overrides
-
-
-async def create(client: Client, body: Any, project: str = "default", **kw: Any) -> Any:
-    headers = kw.pop("headers", ADMIN)
-    return await client.post(f"/api/admin/projects/{project}/features", json=body, headers=headers)
-
-
-async def error(resp: Any, status: int, name: str) -> str:
-    assert resp.status == status, await resp.text()
-    body = await resp.json()
-    assert set(body) == {"id", "name", "message"}
-    assert body["name"] == name
-    return str(body["message"])
-
-
-async def event_count(app: web.Application, event_type: str | None = None) -> int:
-    async with app[POOL].acquire() as conn:
-        if event_type is None:
-            return int(await conn.fetchval("SELECT count(*) FROM events"))
-        return int(await conn.fetchval("SELECT count(*) FROM events WHERE type = $1", event_type))
 
 
 async def test_create_answers_200_with_the_full_feature(

@@ -7,8 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from projections.verify import verify
 from service.appkeys import POOL
-from tests.factories import ADMIN
-from tests.features.test_features import FEATURES, ISO, create, error, event_count
+from tests.factories import ADMIN, FEATURES, ISO, create, error, event_count
 
 if TYPE_CHECKING:
     from aiohttp import web

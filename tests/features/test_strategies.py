@@ -12,8 +12,7 @@ from projections.verify import verify
 from service import auth
 from service.appkeys import POOL
 from tests.conftest import as_principal
-from tests.factories import ADMIN
-from tests.features.test_features import FEATURES, create, error, event_count
+from tests.factories import ADMIN, FEATURES, create, error, event_count
 
 if TYPE_CHECKING:
     from aiohttp import web

@@ -15,8 +15,7 @@ from projections.replay import replay
 from projections.verify import verify
 from service import connections
 from service.appkeys import POOL
-from tests.factories import ADMIN
-from tests.features.test_features import FEATURES
+from tests.factories import ADMIN, FEATURES, flag
 from tests.users.test_pats import in_days
 from tests.users.test_users import STRONG, create_user
 
@@ -56,13 +55,6 @@ async def run(client: Client, race: Race) -> Counter[int]:
         return resp.status
 
     return Counter(await asyncio.gather(*(one(body) for body in race.bodies)))
-
-
-async def flag(client: Client, name: str, project: str = "default") -> None:
-    resp = await client.post(
-        f"/api/admin/projects/{project}/features", json={"name": name}, headers=ADMIN
-    )
-    assert resp.status == 200, await resp.text()
 
 
 async def projects(_client: Client) -> Race:

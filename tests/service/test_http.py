@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from service import auth, bootstrap, connections
 from service.appkeys import LIFECYCLE, POOL, SCHEMA_VERSION
 from service.logs import configure_logging
-from tests.factories import ADMIN, ADMIN_TOKEN
+from tests.factories import ADMIN, ADMIN_TOKEN, FEATURES, error_body
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -35,12 +35,11 @@ async def error_of(resp: Any, status: int, name: str) -> str:
     assert resp.status == status
     assert resp.content_type == "application/json"
     body = await resp.json()
-    assert set(body) == {"id", "name", "message"}
+    message = error_body(body, name)
     assert UUID_RE.match(body["id"])
-    assert body["name"] == name
     assert isinstance(body["message"], str)
-    assert body["message"]
-    return str(body["message"])
+    assert message
+    return message
 
 
 async def make_token(client: Client, token_type: str = "client") -> dict[str, Any]:
@@ -384,9 +383,6 @@ def deflate(data: bytes, wbits: int) -> bytes:
     return packer.compress(data) + packer.flush()
 
 
-FLAGS = "/api/admin/projects/default/features"
-
-
 @pytest.mark.parametrize(
     ("encoding", "wbits"),
     [("gzip", 16 + zlib.MAX_WBITS), ("x-gzip", 31), ("deflate", 15), ("DEFLATE", -15)],
@@ -394,7 +390,7 @@ FLAGS = "/api/admin/projects/default/features"
 async def test_compressed_bodies_are_read(client: Client, encoding: str, wbits: int) -> None:
     body = deflate(json.dumps({"name": f"zipped-{wbits}"}).encode(), wbits)
     headers = {**ADMIN, **JSON, "Content-Encoding": encoding}
-    resp = await client.post(FLAGS, data=body, headers=headers)
+    resp = await client.post(FEATURES, data=body, headers=headers)
     assert resp.status == 200, await resp.text()
     assert (await resp.json())["name"] == f"zipped-{wbits}"
 
@@ -411,18 +407,18 @@ async def test_a_body_that_inflates_past_the_limit_is_413_without_inflating_it(
     client: Client, gzip_bomb: bytes
 ) -> None:
     headers = {**ADMIN, **JSON, "Content-Encoding": "gzip"}
-    resp = await client.post(FLAGS, data=gzip_bomb, headers=headers)
+    resp = await client.post(FEATURES, data=gzip_bomb, headers=headers)
     message = await error_of(resp, 413, "PayloadTooLargeError")
     assert message == "The request body is larger than 1048576 bytes once decompressed"
     just_over = deflate(b" " * (2**20 + 1), 31)
-    resp = await client.post(FLAGS, data=just_over, headers=headers)
+    resp = await client.post(FEATURES, data=just_over, headers=headers)
     await error_of(resp, 413, "PayloadTooLargeError")
 
 
 async def test_a_compressed_body_is_not_inflated_before_authentication(
     client: Client, gzip_bomb: bytes
 ) -> None:
-    resp = await client.post(FLAGS, data=gzip_bomb, headers={**JSON, "Content-Encoding": "gzip"})
+    resp = await client.post(FEATURES, data=gzip_bomb, headers={**JSON, "Content-Encoding": "gzip"})
     await error_of(resp, 401, "AuthenticationRequired")
 
 
@@ -445,7 +441,7 @@ async def test_bodies_with_an_encoding_that_cannot_be_read_are_refused(
     client: Client, encoding: str, body: bytes, status: int, message: str
 ) -> None:
     headers = {**ADMIN, **JSON, "Content-Encoding": encoding}
-    resp = await client.post(FLAGS, data=body, headers=headers)
+    resp = await client.post(FEATURES, data=body, headers=headers)
     name = "ContentTypeerror" if status == 415 else "ValidationError"
     assert (await error_of(resp, status, name)).startswith(message)
 
@@ -541,10 +537,7 @@ def error_of_raw(answer: bytes, status: int, name: str) -> str:
     assert head.startswith((f"HTTP/1.0 {status} ".encode(), f"HTTP/1.1 {status} ".encode()))
     assert b"Content-Type: application/json" in head
     assert head.startswith(b"HTTP/1.0") or b"Connection: close" in head
-    error = json.loads(body)
-    assert set(error) == {"id", "name", "message"}
-    assert error["name"] == name
-    return str(error["message"])
+    return error_body(json.loads(body), name)
 
 
 OVERSIZED = "*:*.oversized-" + "s" * 9000

@@ -24,7 +24,7 @@ from service.metrics import CONTENT_TYPE, METRICS, Metrics
 from service.settings import Settings
 from tests import factories
 from tests.conftest import AiohttpClient, ServiceTestServer
-from tests.factories import ADMIN, ADMIN_TOKEN
+from tests.factories import ADMIN, ADMIN_TOKEN, FEATURES, create_flag, head
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -35,7 +35,6 @@ if TYPE_CHECKING:
 
 Client = TestClient[Any, Any]
 SCRAPE = "/internal-backstage/prometheus"
-FLAGS = "/api/admin/projects/default/features"
 FLAGS_ROUTE = "/api/admin/projects/{projectId}/features"
 FLAG_ROUTE = "/api/admin/projects/{projectId}/features/{featureName}"
 SEARCH_ROUTE = "/api/admin/user-admin/search"
@@ -72,11 +71,6 @@ async def scrape(client: Client, headers: dict[str, str] | None = None) -> Scrap
     return Scrape(await resp.text())
 
 
-async def create_flag(client: Client, name: str) -> int:
-    resp = await client.post(FLAGS, json={"name": name}, headers=ADMIN)
-    return resp.status
-
-
 async def events_after(pool: asyncpg.Pool, position: int) -> dict[str, int]:
     async with pool.acquire() as conn:
         counts: dict[str, int] = {}
@@ -85,11 +79,6 @@ async def events_after(pool: asyncpg.Pool, position: int) -> dict[str, int]:
                 name = record.event.type_name()
                 counts[name] = counts.get(name, 0) + 1
         return counts
-
-
-async def head(pool: asyncpg.Pool) -> int:
-    async with pool.acquire() as conn:
-        return await eventstore.head(conn)
 
 
 def assert_histograms_match_counts(found: Scrape) -> None:
@@ -120,11 +109,11 @@ def patient_scrapes(monkeypatch: pytest.MonkeyPatch) -> None:
 async def test_a_scrape_counts_the_traffic_sent_by_route_template(
     client: Client, app: web.Application, settings: Settings
 ) -> None:
-    before = await head(app[POOL])
+    before = await head(app)
     for name in ("metrics-one", "metrics-two", "metrics-three"):
         assert await create_flag(client, name) == 200
     assert (await client.get("/api/admin/no-such-thing", headers=ADMIN)).status == 404
-    assert (await client.get(f"{FLAGS}/missing-flag", headers=ADMIN)).status == 404
+    assert (await client.get(f"{FEATURES}/missing-flag", headers=ADMIN)).status == 404
     assert (await client.get(f"{SEARCH_ROUTE}?q=ad", headers=ADMIN)).status == 200
     for _ in range(4):
         assert (await client.get("/health")).status == 200
@@ -184,7 +173,7 @@ async def test_a_scrape_counts_the_traffic_sent_by_route_template(
 async def test_a_refused_create_counts_no_event(client: Client, app: web.Application) -> None:
     """A 409 on a duplicate name, refused by the decision or, in a race, by the append's
     unique stream key: one FeatureCreated in the log, one in the metrics."""
-    before = await head(app[POOL])
+    before = await head(app)
     assert await create_flag(client, "taken") == 200
     assert await create_flag(client, "taken") == 409
     raced = await asyncio.gather(*(create_flag(client, "raced") for _ in range(8)))
@@ -216,7 +205,7 @@ async def test_a_rolled_back_transaction_counts_no_event(
     """The append itself succeeds, then the transaction rolls back: nothing counted. A savepoint
     rolled back inside a committed transaction counts only what the transaction kept."""
     metrics = app[METRICS]
-    before = await head(app[POOL])
+    before = await head(app)
     async with app[POOL].acquire() as conn:
         with pytest.raises(Rollback):
             await append_then_roll_back(conn, metrics.committed, 1)
@@ -320,7 +309,7 @@ async def test_a_scrape_answers_at_once_while_the_database_is_stopped_or_frozen(
     for _ in range(3):
         found, seconds = await timed_scrape(cluster_client)
         assert_answered_without_the_database(found, seconds)
-    assert (await cluster_client.get(FLAGS, headers=ADMIN)).status == 503
+    assert (await cluster_client.get(FEATURES, headers=ADMIN)).status == 503
 
     await asyncio.to_thread(cluster.start)
     deadline = time.monotonic() + 10

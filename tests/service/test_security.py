@@ -19,8 +19,7 @@ from service.appkeys import POOL
 from service.logs import configure_logging
 from service.openapi import openapi_path
 from tests import factories
-from tests.factories import ADMIN, ADMIN_TOKEN
-from tests.features.test_features import error
+from tests.factories import ADMIN, ADMIN_TOKEN, error
 from tests.users.test_pats import in_days
 from tests.users.test_sessions import session, sign_in
 from tests.users.test_users import STRONG, USERS, create_user, make_account

@@ -14,8 +14,7 @@ from service.appkeys import POOL
 from service.users.events import PersonalAccessTokensSeen, TokenUse, UserSignedIn
 from service.users.handlers.inactive import DELETIONS, LANES
 from tests import factories
-from tests.factories import ADMIN
-from tests.features.test_features import error, event_count
+from tests.factories import ADMIN, error, event_count
 from tests.users.test_sessions import sign_in
 from tests.users.test_users import STRONG, USERS, create_user
 

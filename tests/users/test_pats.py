@@ -13,8 +13,7 @@ import pytest
 from service import auth, connections
 from service.appkeys import POOL
 from service.users.usage import FLUSH_SECONDS, TokenUsage
-from tests.factories import ADMIN
-from tests.features.test_features import error, event_count
+from tests.factories import ADMIN, error, event_count
 from tests.users.test_sessions import session, sign_in
 from tests.users.test_users import STRONG, USERS, create_user, make_account
 

@@ -15,8 +15,7 @@ from service.users import queries as queries_module
 from service.users.handlers import search as search_module
 from service.users.importer import import_users
 from tests import factories
-from tests.factories import ADMIN
-from tests.features.test_features import error
+from tests.factories import ADMIN, error
 from tests.users.test_users import ROOT_ROLES, USERS, create_user, make_account
 
 if TYPE_CHECKING:

@@ -11,8 +11,7 @@ import pytest
 
 from projections.verify import verify
 from service.appkeys import POOL
-from tests.factories import ADMIN
-from tests.features.test_features import error, event_count
+from tests.factories import ADMIN, error, event_count
 from tests.users.test_pats import in_days
 from tests.users.test_sessions import session, sign_in
 from tests.users.test_users import ROOT_ROLES, STRONG, USERS, create_user, gravatar, make_account

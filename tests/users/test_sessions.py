@@ -15,8 +15,7 @@ from service.settings import Settings
 from service.users.domain import WRONG_CREDENTIALS
 from service.users.failures import FAILED_SIGN_INS
 from service.users.passwords import HASHING
-from tests.factories import ADMIN, ADMIN_TOKEN
-from tests.features.test_features import error, event_count
+from tests.factories import ADMIN, ADMIN_TOKEN, error, event_count
 from tests.users.test_users import STRONG, USERS, create_user, make_account
 
 if TYPE_CHECKING:

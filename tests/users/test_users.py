@@ -13,8 +13,7 @@ from hypothesis import strategies as st
 
 from service.appkeys import POOL
 from tests import factories
-from tests.factories import ADMIN
-from tests.features.test_features import error, event_count
+from tests.factories import ADMIN, error, event_count
 
 if TYPE_CHECKING:
     from aiohttp import web

@@ -16,8 +16,8 @@ import aiohttp
 import asyncpg
 from yggdrasil_engine.engine import UnleashEngine
 
-from tests.clientapi import PROJECT, env_path, flag, ok, rich_flags, strategy, switch
-from tests.factories import ADMIN, ADMIN_TOKEN
+from tests.clientapi import PROJECT, env_path, rich_flags, strategy, switch
+from tests.factories import ADMIN, ADMIN_TOKEN, flag, ok
 from tests.harness import wait_ready
 
 if TYPE_CHECKING:
