@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.factories import ADMIN, flag, ok
+from tests.factories import ADMIN, api_token, flag, ok
 
 PROJECT = "/api/admin/projects/default"
 
@@ -20,14 +20,11 @@ async def token(
     environment: str = "development",
     projects: list[str] | None = None,
 ) -> str:
-    body = {
-        "tokenName": f"{kind}-{environment}",
-        "type": kind,
-        "environment": environment,
-        "projects": projects or ["*"],
-    }
-    created = await ok(await client.post("/api/admin/api-tokens", json=body, headers=ADMIN))
-    return str(created["secret"])
+    name = f"{kind}-{environment}"
+    made = await api_token(
+        client, kind, name=name, environment=environment, projects=projects or ["*"]
+    )
+    return str(made["secret"])
 
 
 async def strategy(

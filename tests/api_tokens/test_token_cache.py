@@ -13,9 +13,10 @@ from service import auth
 from service.app import create_app
 from service.appkeys import POOL
 from service.auth import CachedTokens, Principal
+from tests import factories
 from tests.clientapi import token
 from tests.conftest import ServiceTestServer, resolve_with_test_principals
-from tests.factories import ADMIN, ok
+from tests.factories import ADMIN
 
 if TYPE_CHECKING:
     import asyncpg
@@ -64,8 +65,7 @@ async def test_a_token_revoked_by_another_replica_is_refused_within_milliseconds
 
 async def test_an_expired_token_is_refused_from_its_expiry(client: Client) -> None:
     expires = datetime.now(UTC) + timedelta(seconds=1.5)
-    body = {"tokenName": "brief", "type": "client", "expiresAt": expires.isoformat()}
-    secret = (await ok(await client.post("/api/admin/api-tokens", json=body, headers=ADMIN)))[
+    secret = (await factories.api_token(client, name="brief", expiresAt=expires.isoformat()))[
         "secret"
     ]
     assert await status(client, secret) == 200  # cached now

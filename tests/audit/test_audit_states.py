@@ -17,7 +17,7 @@ from service.appkeys import POOL
 from service.audit import states
 from service.audit.diff import EntityChange, FieldChange, Reading, diff
 from tests.audit.test_point_in_time import CHANGES_BY_WEIGHT, World
-from tests.factories import ADMIN, FEATURES, error, head
+from tests.factories import ADMIN, FEATURES, api_token, error, head
 from tests.harness import run_cli
 from tests.users.test_users import create_user
 
@@ -121,8 +121,7 @@ async def test_secrets_show_only_that_they_changed(client: Client, app: web.Appl
     start = await head(app)
     path = f"/api/admin/user-admin/{user['id']}/change-password"
     await client.post(path, json={"password": "Str0ng!Passw0rd#2026"}, headers=ADMIN)
-    body = {"tokenName": "sdk", "type": "client", "environment": "development"}
-    await client.post("/api/admin/api-tokens", json=body, headers=ADMIN)
+    await api_token(client, name="sdk", environment="development")
     found = await diff_of(client, f"from={start}")
     text = json.dumps(found)
     assert "argon2" not in text

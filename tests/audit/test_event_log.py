@@ -39,7 +39,7 @@ from service.users.events import (
 )
 from tests import factories
 from tests.eventlog.test_stored_events import METADATA, SAMPLED
-from tests.factories import ADMIN, ADMIN_TOKEN, FEATURES, error, ok
+from tests.factories import ADMIN, ADMIN_TOKEN, FEATURES, api_token, error, ok
 from tests.strategies import for_type
 from tests.users.test_pats import in_days
 from tests.users.test_sessions import session, sign_in
@@ -256,14 +256,7 @@ async def test_accounts_tokens_and_segments_show_what_they_were_before(
         200,
     )
     await ok(await client.delete(f"/api/admin/service-account/{sa['id']}", headers=ADMIN), 200)
-    token = await ok(
-        await client.post(
-            "/api/admin/api-tokens",
-            json={"tokenName": "sdk", "type": "client", "environment": "development"},
-            headers=ADMIN,
-        ),
-        201,
-    )
+    token = await api_token(client, name="sdk", environment="development")
     await ok(await client.delete(f"/api/admin/api-tokens/{token['id']}", headers=ADMIN), 200)
     segment = await ok(
         await client.post(

@@ -23,6 +23,7 @@ from service.telemetry import retention
 from service.telemetry.commands import MAX_COUNT, MAX_TOGGLES
 from tests import factories
 from tests.audit.test_reporting_role import Roles, new_login
+from tests.clientapi import token
 from tests.factories import ADMIN, FEATURES, create, error
 
 if TYPE_CHECKING:
@@ -115,24 +116,12 @@ FROM reporting.flag_usage_hourly ORDER BY hour, feature_name, environment, app_n
 """
 
 
-async def token(
-    client: Client, token_type: str = "client", environment: str = "development"
-) -> Any:
-    body = {"tokenName": f"{token_type}-{environment}", "type": token_type}
-    if token_type != "admin":
-        body["environment"] = environment
-    resp = await client.post("/api/admin/api-tokens", json=body, headers=ADMIN)
-    assert resp.status == 201, await resp.text()
-    return {"Authorization": (await resp.json())["secret"]}
-
-
 @pytest.fixture
 async def sdk(client: Client) -> dict[str, str]:
     """A client token of environment development, and flags `a` and `b`."""
     for name in ("a", "b"):
         assert (await create(client, {"name": name})).status == 200
-    headers: dict[str, str] = await token(client)
-    return headers
+    return {"Authorization": await token(client)}
 
 
 def bucket(toggles: dict[str, Any], stop: datetime = HOUR, **fields: Any) -> dict[str, Any]:
@@ -270,7 +259,7 @@ async def test_unleashs_own_examples_are_accepted(client: Client, sdk: dict[str,
 async def test_counts_add_up_within_an_hour_and_stay_apart_across_hours_apps_and_environments(
     client: Client, app: web.Application, sdk: dict[str, str]
 ) -> None:
-    production = await token(client, environment="production")
+    production = {"Authorization": await token(client, environment="production")}
     later = HOUR + timedelta(minutes=59, seconds=59)
     await accepted(client, METRICS, bucket({"a": {"yes": 1, "no": 2}}), sdk)
     await accepted(client, METRICS, bucket({"a": {"yes": 10, "no": 20}}, later), sdk)
@@ -416,9 +405,8 @@ async def test_last_seen_at_of_the_flag_and_its_environment(
     assert next(f for f in listed["features"] if f["name"] == "a") == seen
     assert (await feature(client, "b"))["lastSeenAt"] is None
     # Seen in production later: the flag's lastSeenAt is the latest of its environments'.
-    await accepted(
-        client, METRICS, bucket({"a": {"no": 1}}), await token(client, environment="production")
-    )
+    production = {"Authorization": await token(client, environment="production")}
+    await accepted(client, METRICS, bucket({"a": {"no": 1}}), production)
     again = await feature(client, "a")
     environments = {e["name"]: e["lastSeenAt"] for e in again["environments"]}
     assert environments["development"] == seen["lastSeenAt"]
@@ -516,7 +504,7 @@ async def test_the_reporting_role_reads_the_telemetry_views_and_not_the_tables(
 async def test_who_may_report(client: Client, sdk: dict[str, str]) -> None:
     for path, body in ((REGISTER, NODE_REGISTER), (METRICS, NODE_METRICS)):
         await error(await client.post(path, json=body), 401, "AuthenticationRequired")
-        frontend = await token(client, "frontend")
+        frontend = {"Authorization": await token(client, "frontend")}
         await error(await client.post(path, json=body, headers=frontend), 403, "NoAccessError")
 
 

@@ -11,7 +11,7 @@ import aiohttp
 import pytest
 
 from tests.clientapi import PROJECT, rich_flags, segment, strategy, switch, token
-from tests.factories import ADMIN, flag, ok
+from tests.factories import ADMIN, api_token, flag, ok
 from tests.sse import Reader
 
 if TYPE_CHECKING:
@@ -181,8 +181,7 @@ async def test_who_may_stream(client: Client) -> None:
 
 
 async def test_a_revoked_or_expired_token_loses_its_stream(client: Client) -> None:
-    body = {"tokenName": "t", "type": "client", "environment": "development"}
-    made = await ok(await client.post("/api/admin/api-tokens", json=body, headers=ADMIN))
+    made = await api_token(client, name="t", environment="development")
     reader = await connect(client, made["secret"])
     await next_event(reader)
     await ok(await client.delete(f"/api/admin/api-tokens/{made['id']}", headers=ADMIN))
@@ -190,9 +189,7 @@ async def test_a_revoked_or_expired_token_loses_its_stream(client: Client) -> No
     with pytest.raises((EOFError, aiohttp.ClientPayloadError)):
         await next_event(reader, 3.0)
     soon = (datetime.now(UTC) + timedelta(seconds=2)).isoformat()
-    made = await ok(
-        await client.post("/api/admin/api-tokens", json={**body, "expiresAt": soon}, headers=ADMIN)
-    )
+    made = await api_token(client, name="t", environment="development", expiresAt=soon)
     reader = await connect(client, made["secret"])
     await next_event(reader)
     with pytest.raises((EOFError, aiohttp.ClientPayloadError)):

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from service import auth, bootstrap, connections
 from service.appkeys import LIFECYCLE, POOL, SCHEMA_VERSION
 from service.logs import configure_logging
-from tests.factories import ADMIN, ADMIN_TOKEN, FEATURES, error_body
+from tests.factories import ADMIN, ADMIN_TOKEN, FEATURES, api_token, error_body
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -40,17 +40,6 @@ async def error_of(resp: Any, status: int, name: str) -> str:
     assert isinstance(body["message"], str)
     assert message
     return message
-
-
-async def make_token(client: Client, token_type: str = "client") -> dict[str, Any]:
-    resp = await client.post(
-        "/api/admin/api-tokens",
-        json={"tokenName": f"t-{token_type}", "type": token_type},
-        headers=ADMIN,
-    )
-    assert resp.status == 201
-    body: dict[str, Any] = await resp.json()
-    return body
 
 
 async def test_health_answers_good(client: Client) -> None:
@@ -128,7 +117,7 @@ async def test_bearer_prefix_is_accepted(client: Client, prefix: str) -> None:
 
 
 async def test_permission_is_checked_before_content_type(client: Client) -> None:
-    token = (await make_token(client))["secret"]
+    token = (await api_token(client, name="t-client"))["secret"]
     resp = await client.post(
         "/api/admin/api-tokens",
         data="x",
@@ -277,7 +266,7 @@ async def test_one_log_line_per_request_without_the_token(
 
 
 async def test_api_token_lifecycle(client: Client, app: web.Application) -> None:
-    created = await make_token(client, "admin")
+    created = await api_token(client, "admin", name="t-admin")
     secret = created.pop("secret")
     assert re.fullmatch(r"\*:\*\.[0-9a-f]{64}", secret)
     assert created == {
@@ -321,7 +310,7 @@ async def test_api_token_lifecycle(client: Client, app: web.Application) -> None
 
 
 async def test_client_token_defaults_and_format(client: Client) -> None:
-    created = await make_token(client, "client")
+    created = await api_token(client, name="t-client")
     assert re.fullmatch(r"\*:development\.[0-9a-f]{64}", created["secret"])
     assert (created["environment"], created["projects"]) == ("development", ["*"])
 
@@ -474,7 +463,7 @@ async def test_only_the_admin_prefix_itself_needs_a_token(client: Client, path: 
 
 
 async def test_concurrent_deletes_of_one_token(client: Client, app: web.Application) -> None:
-    token_id = (await make_token(client))["id"]
+    token_id = (await api_token(client, name="t-client"))["id"]
     path = f"/api/admin/api-tokens/{token_id}"
     responses = await asyncio.gather(*(client.delete(path, headers=ADMIN) for _ in range(10)))
     assert sorted(r.status for r in responses) == [200] + [404] * 9
@@ -484,7 +473,7 @@ async def test_concurrent_deletes_of_one_token(client: Client, app: web.Applicat
 
 
 async def test_token_ids_are_ascii_digits(client: Client) -> None:
-    token_id = (await make_token(client))["id"]
+    token_id = (await api_token(client, name="t-client"))["id"]
     arabic = "".join(chr(0x0660 + int(d)) for d in str(token_id))
     resp = await client.delete(f"/api/admin/api-tokens/{arabic}", headers=ADMIN)
     await error_of(resp, 404, "NotFoundError")
@@ -615,7 +604,7 @@ async def test_api_tokens_may_be_deleted_by_secret_which_is_not_logged(
     logs = io.StringIO()
     configure_logging("json", "info", logs)
     client = await aiohttp_client(app)
-    created = await make_token(client, "client")
+    created = await api_token(client, name="t-client")
     secret = created["secret"]
     resp = await client.delete(f"/api/admin/api-tokens/{secret}", headers=ADMIN)
     assert resp.status == 200

@@ -19,7 +19,7 @@ from service.appkeys import POOL
 from service.logs import configure_logging
 from service.openapi import openapi_path
 from tests import factories
-from tests.factories import ADMIN, ADMIN_TOKEN, error
+from tests.factories import ADMIN, ADMIN_TOKEN, api_token, error
 from tests.users.test_pats import in_days
 from tests.users.test_sessions import session, sign_in
 from tests.users.test_users import STRONG, USERS, create_user, make_account
@@ -156,12 +156,6 @@ def expected_status(permission: str, held: set[str] | None) -> int | None:
     return None if "ADMIN" in held or permission in held else 403
 
 
-async def api_token(client: Client, token_type: str) -> dict[str, str]:
-    body = {"tokenName": token_type, "type": token_type}
-    resp = await client.post("/api/admin/api-tokens", json=body, headers=ADMIN)
-    return {"Authorization": (await resp.json())["secret"]}
-
-
 async def test_walk_the_route_table_with_every_kind_of_principal(
     client: Client, app: web.Application
 ) -> None:
@@ -169,8 +163,11 @@ async def test_walk_the_route_table_with_every_kind_of_principal(
     says so. Path parameters are placeholders: past auth, 404 or 400 are fine."""
     principals: dict[str, tuple[dict[str, str], set[str] | None]] = {
         "nobody": ({}, None),
-        "client token": (await api_token(client, "client"), {"CLIENT"}),
-        "frontend token": (await api_token(client, "frontend"), {"FRONTEND"}),
+        "client token": ({"Authorization": (await api_token(client))["secret"]}, {"CLIENT"}),
+        "frontend token": (
+            {"Authorization": (await api_token(client, "frontend"))["secret"]},
+            {"FRONTEND"},
+        ),
         "admin token": (ADMIN, {"ADMIN", "READ"}),
     }
     for role, granted in ROLE_PERMISSIONS.items():
@@ -250,7 +247,7 @@ async def test_no_secret_or_password_leaks(
         headers=ADMIN,
     )
     secrets["service account token"] = (await resp.json())["secret"]
-    secrets["client token"] = (await api_token(client, "client"))["Authorization"]
+    secrets["client token"] = (await api_token(client))["secret"]
     for headers in (
         me,
         {"Authorization": secrets["personal access token"]},

@@ -15,7 +15,7 @@ from service.users import queries as queries_module
 from service.users.handlers import search as search_module
 from service.users.importer import import_users
 from tests import factories
-from tests.factories import ADMIN, error
+from tests.factories import ADMIN, api_token, error
 from tests.users.test_users import ROOT_ROLES, USERS, create_user, make_account
 
 if TYPE_CHECKING:
@@ -149,10 +149,7 @@ async def test_any_admin_api_principal_may_search(client: Client, app: web.Appli
         account = await make_account(app, role=role)
         assert names(await search(client, "visib", headers=account.headers)) == ["visible"]
     for token_type in ("client", "frontend"):
-        resp = await client.post(
-            "/api/admin/api-tokens", json={"tokenName": "t", "type": token_type}, headers=ADMIN
-        )
-        headers = {"Authorization": (await resp.json())["secret"]}
+        headers = {"Authorization": (await api_token(client, token_type, name="t"))["secret"]}
         await error(
             await client.get(SEARCH, params={"q": "vis"}, headers=headers), 403, "NoAccessError"
         )

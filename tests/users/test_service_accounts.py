@@ -11,7 +11,7 @@ import pytest
 
 from projections.verify import verify
 from service.appkeys import POOL
-from tests.factories import ADMIN, error, event_count
+from tests.factories import ADMIN, api_token, error, event_count
 from tests.users.test_pats import in_days
 from tests.users.test_sessions import session, sign_in
 from tests.users.test_users import ROOT_ROLES, STRONG, USERS, create_user, gravatar, make_account
@@ -146,10 +146,7 @@ async def test_list_tokens_is_403_for_non_admins(
         await create_user(client, {"username": "v", "password": STRONG, "rootRole": 3})
         headers = session((await sign_in(client, "v"))[1])
     else:
-        resp = await client.post(
-            "/api/admin/api-tokens", json={"tokenName": who, "type": who}, headers=ADMIN
-        )
-        headers = {"Authorization": (await resp.json())["secret"]}
+        headers = {"Authorization": (await api_token(client, who))["secret"]}
     resp = await client.get(f"{ACCOUNTS}/{account['id']}/token", headers=headers)
     await error(resp, 403, "NoAccessError")
     resp = await client.get(f"{ACCOUNTS}/{account['id']}/token")

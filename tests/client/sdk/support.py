@@ -17,7 +17,7 @@ import asyncpg
 from yggdrasil_engine.engine import UnleashEngine
 
 from tests.clientapi import PROJECT, env_path, rich_flags, strategy, switch
-from tests.factories import ADMIN, ADMIN_TOKEN, flag, ok
+from tests.factories import ADMIN, ADMIN_TOKEN, api_token, flag, ok
 from tests.harness import wait_ready
 
 if TYPE_CHECKING:
@@ -129,8 +129,7 @@ async def seed(server: Server, dsn: str) -> Service:
         await dependent(client, "orphan", {"feature": "dormant", "enabled": True})
         for name in (*CLIENTS, REFERENCE, FRONTEND):
             kind = "frontend" if name == FRONTEND else "client"
-            body = {"tokenName": name, "type": kind, "environment": ENVIRONMENT}
-            made = await ok(await client.post("/api/admin/api-tokens", json=body, headers=ADMIN))
+            made = await api_token(client, kind, name=name, environment=ENVIRONMENT)
             service.tokens[name] = made["secret"]
             service.token_ids[name] = made["id"]
     return service
