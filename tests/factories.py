@@ -5,6 +5,7 @@ for the service as a process)."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -16,7 +17,14 @@ from service.api_tokens.events import ApiTokenCreated
 from service.appkeys import POOL
 from service.events import Metadata
 from service.features.events import SegmentDeleted
-from service.users.events import PersonalAccessTokenCreated, ServiceAccountCreated, UserCreated
+from service.users.events import (
+    PersonalAccessTokenCreated,
+    PersonalAccessTokensSeen,
+    ServiceAccountCreated,
+    TokenUse,
+    UserCreated,
+    UserSignedIn,
+)
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -196,3 +204,124 @@ async def head(app: web.Application) -> int:
     """The log's head: the position of its last event."""
     async with app[POOL].acquire() as conn:
         return await eventstore.head(conn)
+
+
+# --- accounts: through the admin API, or appended as events -----------------------------------
+
+USERS = "/api/admin/user-admin"
+INACTIVE = f"{USERS}/inactive"
+DELETE_INACTIVE = f"{INACTIVE}/delete"
+LOGIN = "/auth/simple/login"
+STRONG = "Str0ng!Passw0rd#2026"  # a password the policy accepts
+ROOT_ROLES = [
+    {
+        "id": 1,
+        "type": "root",
+        "name": "Admin",
+        "description": "Users with the root admin role have superuser access to Unleash and "
+        "can perform any operation within the Unleash platform.",
+    },
+    {
+        "id": 2,
+        "type": "root",
+        "name": "Editor",
+        "description": "Users with the root editor role have access to most features in "
+        "Unleash, but can not manage users and roles in the root scope. Editors will be added "
+        "as project owners when creating projects and get superuser rights within the context "
+        "of these projects. Users with the editor role will also get access to most permissions "
+        "on the default project by default.",
+    },
+    {
+        "id": 3,
+        "type": "root",
+        "name": "Viewer",
+        "description": "Users with the root viewer role can only read root resources in Unleash. "
+        "Viewers can be added to specific projects as project members. Users with the viewer "
+        "role may not view API tokens.",
+    },
+]
+
+
+async def create_user(client: Any, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    resp = await client.post(USERS, json={"rootRole": 3, **(body or {})}, headers=ADMIN)
+    assert resp.status == 201, await resp.text()
+    created: dict[str, Any] = await resp.json()
+    return created
+
+
+async def make_account(app: web.Application, **fields: Any) -> Account:
+    async with app[POOL].acquire() as conn:
+        return await account(conn, **fields)
+
+
+def gravatar(key: str) -> str:
+    return (
+        f"https://gravatar.com/avatar/{hashlib.sha256(key.encode()).hexdigest()}?s=42&d=retro&r=g"
+    )
+
+
+async def sign_in(client: Any, username: str, password: str = STRONG) -> tuple[Any, str]:
+    """The response and the session cookie's value (empty when none was set)."""
+    resp = await client.post(LOGIN, json={"username": username, "password": password})
+    client.session.cookie_jar.clear()  # tests send the cookie they mean, explicitly
+    cookie = resp.cookies.get(auth.SESSION_COOKIE)
+    return resp, cookie.value if cookie is not None else ""
+
+
+def session(cookie: str) -> dict[str, str]:
+    return {"Cookie": f"{auth.SESSION_COOKIE}={cookie}"}
+
+
+async def sign_in_events(app: web.Application, user_id: int) -> list[tuple[str, Any, Any]]:
+    """(type, attempts, login_attempts) of the account's sign-in events, in log order."""
+    async with app[POOL].acquire() as conn:
+        rows = await conn.fetch(
+            "SELECT type, (data->>'attempts')::int AS attempts,"
+            " (data->>'login_attempts')::int AS login_attempts FROM events"
+            " WHERE stream_type = 'user' AND stream_key = $1 AND type LIKE 'UserSign%'"
+            " ORDER BY position",
+            str(user_id),
+        )
+    return [(r["type"], r["attempts"], r["login_attempts"]) for r in rows]
+
+
+def in_days(days: float) -> str:
+    return (datetime.now(UTC) + timedelta(days=days)).isoformat()
+
+
+def ago(days: float) -> datetime:
+    return datetime.now(UTC) - timedelta(days=days)
+
+
+async def person(
+    app: web.Application,
+    *,
+    created: float = 400,
+    seen: float | None = None,
+    token_seen: float | None = None,
+    service: bool = False,
+    username: str | None = None,
+) -> Account:
+    """An account created `created` days ago, last signed in `seen` days ago (None: never),
+    whose one token was last used `token_seen` days ago (None: never)."""
+    async with app[POOL].acquire() as conn:
+        made = await account(
+            conn, role=3, service=service, created_at=ago(created), username=username
+        )
+        if seen is not None:
+            signed_in = UserSignedIn(
+                user_id=made.id,
+                seen_at=ago(seen),
+                session_hash=f"{made.id:064x}",
+                session_expires_at=ago(seen) + timedelta(hours=48),
+            )
+            await append(conn, [signed_in], stream=("user", str(made.id)))
+        if token_seen is not None:
+            token_id = await conn.fetchval(
+                "SELECT id FROM personal_access_tokens WHERE user_id = $1", made.id
+            )
+            used = PersonalAccessTokensSeen(
+                seen=[TokenUse(token_id=token_id, seen_at=ago(token_seen))]
+            )
+            await append(conn, [used], stream=("token-usage", "personal-access-tokens"))
+    return made

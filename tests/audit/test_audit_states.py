@@ -17,9 +17,8 @@ from service.appkeys import POOL
 from service.audit import states
 from service.audit.diff import EntityChange, FieldChange, Reading, diff
 from tests.audit.test_point_in_time import CHANGES_BY_WEIGHT, World
-from tests.factories import ADMIN, FEATURES, api_token, error, head
+from tests.factories import ADMIN, FEATURES, STRONG, api_token, create_user, error, head
 from tests.harness import run_cli
-from tests.users.test_users import create_user
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -120,7 +119,7 @@ async def test_secrets_show_only_that_they_changed(client: Client, app: web.Appl
     user = await create_user(client, {"username": "bob"})
     start = await head(app)
     path = f"/api/admin/user-admin/{user['id']}/change-password"
-    await client.post(path, json={"password": "Str0ng!Passw0rd#2026"}, headers=ADMIN)
+    await client.post(path, json={"password": STRONG}, headers=ADMIN)
     await api_token(client, name="sdk", environment="development")
     found = await diff_of(client, f"from={start}")
     text = json.dumps(found)
@@ -197,7 +196,7 @@ async def test_state_writes_every_read_model_as_of_an_instant(
     await client.post(FEATURES, json={"name": "one"}, headers=ADMIN)
     middle = await head(app)
     await client.post(FEATURES, json={"name": "two"}, headers=ADMIN)
-    await create_user(client, {"username": "bob", "password": "Str0ng!Passw0rd#2026"})
+    await create_user(client, {"username": "bob", "password": STRONG})
     env = {k: v for k, v in os.environ.items() if k != "DATA_DIR"} | {"DATABASE_URL": dsn}
     result = run_cli(env, "state", "--at", str(middle), "-o", str(tmp_path / "then"))
     assert result.returncode == 0, result.stderr

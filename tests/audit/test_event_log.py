@@ -39,11 +39,21 @@ from service.users.events import (
 )
 from tests import factories
 from tests.eventlog.test_stored_events import METADATA, SAMPLED
-from tests.factories import ADMIN, ADMIN_TOKEN, FEATURES, api_token, error, ok
+from tests.factories import (
+    ADMIN,
+    ADMIN_TOKEN,
+    FEATURES,
+    STRONG,
+    api_token,
+    create_user,
+    error,
+    in_days,
+    make_account,
+    ok,
+    session,
+    sign_in,
+)
 from tests.strategies import for_type
-from tests.users.test_pats import in_days
-from tests.users.test_sessions import session, sign_in
-from tests.users.test_users import STRONG, create_user, make_account
 
 if TYPE_CHECKING:
     from aiohttp import web

@@ -17,8 +17,7 @@ import pytest
 from projections.verify import verify
 from service.appkeys import POOL
 from service.settings import Settings
-from tests.factories import ADMIN, ADMIN_TOKEN, error
-from tests.users.test_pats import in_days
+from tests.factories import ADMIN, ADMIN_TOKEN, error, in_days
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

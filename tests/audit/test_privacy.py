@@ -39,12 +39,20 @@ from tests.conftest import (
     resolve_with_test_principals,
 )
 from tests.eventlog.test_verify_export import run as verify_export
-from tests.factories import ADMIN, ADMIN_TOKEN, FEATURES, error
+from tests.factories import (
+    ADMIN,
+    ADMIN_TOKEN,
+    DELETE_INACTIVE,
+    FEATURES,
+    STRONG,
+    USERS,
+    create_user,
+    error,
+    person,
+    sign_in,
+)
 from tests.harness import run_cli
 from tests.strategies import for_type
-from tests.users.test_inactive_users import DELETE, person
-from tests.users.test_sessions import sign_in
-from tests.users.test_users import STRONG, USERS, create_user
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence
@@ -333,7 +341,7 @@ async def test_deleting_inactive_users_erases_each_with_an_event(
     client: Client, app: web.Application
 ) -> None:
     people = [await person(app, created=400, username=f"gone-{i}") for i in range(3)]
-    resp = await client.post(DELETE, json={"ids": [p.id for p in people]}, headers=ADMIN)
+    resp = await client.post(DELETE_INACTIVE, json={"ids": [p.id for p in people]}, headers=ADMIN)
     assert resp.status == 200
     async with app[POOL].acquire() as conn:
         rows = await conn.fetch(

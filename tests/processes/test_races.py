@@ -15,9 +15,7 @@ from projections.replay import replay
 from projections.verify import verify
 from service import connections
 from service.appkeys import POOL
-from tests.factories import ADMIN, FEATURES, flag
-from tests.users.test_pats import in_days
-from tests.users.test_users import STRONG, create_user
+from tests.factories import ADMIN, FEATURES, STRONG, create_user, flag, in_days
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

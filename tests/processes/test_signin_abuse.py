@@ -13,6 +13,8 @@ import aiohttp
 import psutil
 import pytest
 
+from tests.factories import STRONG
+
 if TYPE_CHECKING:
     from tests.harness import Harness
     from tests.pg import PgServer
@@ -20,7 +22,6 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.process
 
 ADMIN = "*:*.signin-abuse-0123456789abcdefghijklmnopqrstuvwxyz"
-STRONG = "Str0ng!Passw0rd#2026"
 ATTEMPTS = 16
 MAX_RSS = 200 * 1024**2
 MAX_HEALTH_P99 = 0.25  # seconds: argon2 on the loop would hold it 0.1 s a check, 16 queued

@@ -19,10 +19,19 @@ from service.appkeys import POOL
 from service.logs import configure_logging
 from service.openapi import openapi_path
 from tests import factories
-from tests.factories import ADMIN, ADMIN_TOKEN, api_token, error
-from tests.users.test_pats import in_days
-from tests.users.test_sessions import session, sign_in
-from tests.users.test_users import STRONG, USERS, create_user, make_account
+from tests.factories import (
+    ADMIN,
+    ADMIN_TOKEN,
+    STRONG,
+    USERS,
+    api_token,
+    create_user,
+    error,
+    in_days,
+    make_account,
+    session,
+    sign_in,
+)
 
 if TYPE_CHECKING:
     import asyncpg

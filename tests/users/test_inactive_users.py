@@ -4,19 +4,27 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from projections.verify import verify
 from service.appkeys import POOL
-from service.users.events import PersonalAccessTokensSeen, TokenUse, UserSignedIn
 from service.users.handlers.inactive import DELETIONS, LANES
 from tests import factories
-from tests.factories import ADMIN, error, event_count
-from tests.users.test_sessions import sign_in
-from tests.users.test_users import STRONG, USERS, create_user
+from tests.factories import (
+    ADMIN,
+    INACTIVE,
+    STRONG,
+    USERS,
+    ago,
+    create_user,
+    error,
+    event_count,
+    person,
+    sign_in,
+)
+from tests.factories import DELETE_INACTIVE as DELETE
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -25,47 +33,6 @@ if TYPE_CHECKING:
     from aiohttp.test_utils import TestClient
 
     Client = TestClient[Any, Any]
-
-INACTIVE = f"{USERS}/inactive"
-DELETE = f"{INACTIVE}/delete"
-
-
-def ago(days: float) -> datetime:
-    return datetime.now(UTC) - timedelta(days=days)
-
-
-async def person(
-    app: web.Application,
-    *,
-    created: float = 400,
-    seen: float | None = None,
-    token_seen: float | None = None,
-    service: bool = False,
-    username: str | None = None,
-) -> factories.Account:
-    """An account created `created` days ago, last signed in `seen` days ago (None: never),
-    whose one token was last used `token_seen` days ago (None: never)."""
-    async with app[POOL].acquire() as conn:
-        account = await factories.account(
-            conn, role=3, service=service, created_at=ago(created), username=username
-        )
-        if seen is not None:
-            signed_in = UserSignedIn(
-                user_id=account.id,
-                seen_at=ago(seen),
-                session_hash=f"{account.id:064x}",
-                session_expires_at=ago(seen) + timedelta(hours=48),
-            )
-            await factories.append(conn, [signed_in], stream=("user", str(account.id)))
-        if token_seen is not None:
-            token_id = await conn.fetchval(
-                "SELECT id FROM personal_access_tokens WHERE user_id = $1", account.id
-            )
-            used = PersonalAccessTokensSeen(
-                seen=[TokenUse(token_id=token_id, seen_at=ago(token_seen))]
-            )
-            await factories.append(conn, [used], stream=("token-usage", "personal-access-tokens"))
-    return account
 
 
 async def inactive_ids(client: Client) -> list[int]:

@@ -13,9 +13,18 @@ import pytest
 from service import auth, connections
 from service.appkeys import POOL
 from service.users.usage import FLUSH_SECONDS, TokenUsage
-from tests.factories import ADMIN, error, event_count
-from tests.users.test_sessions import session, sign_in
-from tests.users.test_users import STRONG, USERS, create_user, make_account
+from tests.factories import (
+    ADMIN,
+    STRONG,
+    USERS,
+    create_user,
+    error,
+    event_count,
+    in_days,
+    make_account,
+    session,
+    sign_in,
+)
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -25,10 +34,6 @@ if TYPE_CHECKING:
 
 TOKENS = "/api/admin/user/tokens"
 PAT_SECRET = re.compile(r"user:[0-9a-f]{64}")
-
-
-def in_days(days: float) -> str:
-    return (datetime.now(UTC) + timedelta(days=days)).isoformat()
 
 
 async def signed_in(client: Client, role: int = 3, username: str = "bob") -> dict[str, str]:

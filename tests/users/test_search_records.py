@@ -15,9 +15,8 @@ from service.http import json_response
 from service.users import queries, records
 from service.users.handlers.search import RECORDS, arguments, remembered
 from service.users.responses import User, UserList, root_roles
-from tests.factories import ADMIN
+from tests.factories import ADMIN, USERS, create_user
 from tests.users.test_search_users import SEARCH, search
-from tests.users.test_users import USERS, create_user
 
 if TYPE_CHECKING:
     from aiohttp import web

@@ -15,8 +15,7 @@ from service.users import queries as queries_module
 from service.users.handlers import search as search_module
 from service.users.importer import import_users
 from tests import factories
-from tests.factories import ADMIN, api_token, error
-from tests.users.test_users import ROOT_ROLES, USERS, create_user, make_account
+from tests.factories import ADMIN, ROOT_ROLES, USERS, api_token, create_user, error, make_account
 
 if TYPE_CHECKING:
     from aiohttp import web

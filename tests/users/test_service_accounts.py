@@ -11,10 +11,21 @@ import pytest
 
 from projections.verify import verify
 from service.appkeys import POOL
-from tests.factories import ADMIN, api_token, error, event_count
-from tests.users.test_pats import in_days
-from tests.users.test_sessions import session, sign_in
-from tests.users.test_users import ROOT_ROLES, STRONG, USERS, create_user, gravatar, make_account
+from tests.factories import (
+    ADMIN,
+    ROOT_ROLES,
+    STRONG,
+    USERS,
+    api_token,
+    create_user,
+    error,
+    event_count,
+    gravatar,
+    in_days,
+    make_account,
+    session,
+    sign_in,
+)
 
 if TYPE_CHECKING:
     from aiohttp import web

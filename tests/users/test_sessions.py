@@ -15,16 +15,26 @@ from service.settings import Settings
 from service.users.domain import WRONG_CREDENTIALS
 from service.users.failures import FAILED_SIGN_INS
 from service.users.passwords import HASHING
-from tests.factories import ADMIN, ADMIN_TOKEN, error, event_count
-from tests.users.test_users import STRONG, USERS, create_user, make_account
+from tests.factories import (
+    ADMIN,
+    ADMIN_TOKEN,
+    LOGIN,
+    STRONG,
+    USERS,
+    create_user,
+    error,
+    event_count,
+    make_account,
+    session,
+    sign_in,
+    sign_in_events,
+)
 
 if TYPE_CHECKING:
     from aiohttp import web
     from aiohttp.test_utils import TestClient
 
     Client = TestClient[Any, Any]
-
-LOGIN = "/auth/simple/login"
 
 
 @pytest.fixture
@@ -37,18 +47,6 @@ def settings(dsn: str) -> Settings:
         login_rate_limit_per_address=1000,
         login_rate_limit_per_account=1000,
     )
-
-
-async def sign_in(client: Client, username: str, password: str = STRONG) -> tuple[Any, str]:
-    """The response and the session cookie's value (empty when none was set)."""
-    resp = await client.post(LOGIN, json={"username": username, "password": password})
-    client.session.cookie_jar.clear()  # tests send the cookie they mean, explicitly
-    cookie = resp.cookies.get(auth.SESSION_COOKIE)
-    return resp, cookie.value if cookie is not None else ""
-
-
-def session(cookie: str) -> dict[str, str]:
-    return {"Cookie": f"{auth.SESSION_COOKIE}={cookie}"}
 
 
 async def test_sign_in_by_username_or_email_opens_a_session(
@@ -130,19 +128,6 @@ async def test_wrong_passwords_count_and_a_good_sign_in_resets(
         ("UserSignInFailed", 2, 3),
         ("UserSignedIn", None, None),
     ]
-
-
-async def sign_in_events(app: web.Application, user_id: int) -> list[tuple[str, Any, Any]]:
-    """(type, attempts, login_attempts) of the account's sign-in events, in log order."""
-    async with app[POOL].acquire() as conn:
-        rows = await conn.fetch(
-            "SELECT type, (data->>'attempts')::int AS attempts,"
-            " (data->>'login_attempts')::int AS login_attempts FROM events"
-            " WHERE stream_type = 'user' AND stream_key = $1 AND type LIKE 'UserSign%'"
-            " ORDER BY position",
-            str(user_id),
-        )
-    return [(r["type"], r["attempts"], r["login_attempts"]) for r in rows]
 
 
 async def test_failed_sign_ins_do_not_reveal_whether_an_account_exists(

@@ -21,9 +21,16 @@ from service.users.events import UserSignInFailed
 from service.users.failures import FAILED_SIGN_INS, FailedSignIns
 from service.users.limits import RateLimiter, client_address
 from service.users.passwords import HASHING, PasswordHashing
-from tests.factories import ADMIN, ADMIN_TOKEN, error
-from tests.users.test_sessions import LOGIN, sign_in_events
-from tests.users.test_users import STRONG, USERS, create_user
+from tests.factories import (
+    ADMIN,
+    ADMIN_TOKEN,
+    LOGIN,
+    STRONG,
+    USERS,
+    create_user,
+    error,
+    sign_in_events,
+)
 
 if TYPE_CHECKING:
     from aiohttp import web

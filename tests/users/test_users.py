@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from typing import TYPE_CHECKING, Any
@@ -12,62 +11,23 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from service.appkeys import POOL
-from tests import factories
-from tests.factories import ADMIN, error, event_count
+from tests.factories import (
+    ADMIN,
+    ROOT_ROLES,
+    STRONG,
+    USERS,
+    create_user,
+    error,
+    event_count,
+    gravatar,
+    make_account,
+)
 
 if TYPE_CHECKING:
     from aiohttp import web
     from aiohttp.test_utils import TestClient
 
     Client = TestClient[Any, Any]
-
-USERS = "/api/admin/user-admin"
-STRONG = "Str0ng!Passw0rd#2026"
-ROOT_ROLES = [
-    {
-        "id": 1,
-        "type": "root",
-        "name": "Admin",
-        "description": "Users with the root admin role have superuser access to Unleash and "
-        "can perform any operation within the Unleash platform.",
-    },
-    {
-        "id": 2,
-        "type": "root",
-        "name": "Editor",
-        "description": "Users with the root editor role have access to most features in "
-        "Unleash, but can not manage users and roles in the root scope. Editors will be added "
-        "as project owners when creating projects and get superuser rights within the context "
-        "of these projects. Users with the editor role will also get access to most permissions "
-        "on the default project by default.",
-    },
-    {
-        "id": 3,
-        "type": "root",
-        "name": "Viewer",
-        "description": "Users with the root viewer role can only read root resources in Unleash. "
-        "Viewers can be added to specific projects as project members. Users with the viewer "
-        "role may not view API tokens.",
-    },
-]
-
-
-async def create_user(client: Client, body: dict[str, Any] | None = None) -> dict[str, Any]:
-    resp = await client.post(USERS, json={"rootRole": 3, **(body or {})}, headers=ADMIN)
-    assert resp.status == 201, await resp.text()
-    created: dict[str, Any] = await resp.json()
-    return created
-
-
-async def make_account(app: web.Application, **fields: Any) -> factories.Account:
-    async with app[POOL].acquire() as conn:
-        return await factories.account(conn, **fields)
-
-
-def gravatar(key: str) -> str:
-    return (
-        f"https://gravatar.com/avatar/{hashlib.sha256(key.encode()).hexdigest()}?s=42&d=retro&r=g"
-    )
 
 
 async def test_roles_are_admin_editor_viewer_for_any_admin_api_principal(
