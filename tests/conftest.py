@@ -14,16 +14,15 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from service import auth, bootstrap, connections, embedded, protocol
+from service import auth, connections, embedded, protocol
 from service.app import create_app
 from service.appkeys import SETTINGS
 from service.auth import Principal
 from service.privacy import master
 from service.privacy.crypto import MasterKey
 from service.privacy.keys import Masters
-from service.settings import Settings
 from tests import conformance
-from tests.factories import ADMIN_TOKEN
+from tests.factories import seed_database, settings_for
 from tests.harness import Harness
 from tests.pg import PG15_BIN, Cluster, PgServer, start_pg15, tune_for_tests
 
@@ -36,6 +35,8 @@ master.install(Masters(MasterKey.parse(TEST_MASTER_KEY)))
 if TYPE_CHECKING:
     import asyncpg
     from aiohttp.web_runner import BaseRunner
+
+    from service.settings import Settings
 
 AiohttpClient = Callable[[web.Application | TestServer], Awaitable[TestClient[Any, Any]]]
 
@@ -119,17 +120,13 @@ async def any_conn(any_dsn: str) -> AsyncIterator[asyncpg.Connection]:
 
 @pytest.fixture
 def settings(dsn: str) -> Settings:
-    return Settings(database_url=dsn, init_admin_api_tokens=(ADMIN_TOKEN,))
+    return settings_for(dsn)
 
 
 @pytest.fixture
 async def app(settings: Settings, dsn: str) -> AsyncIterator[web.Application]:
     """The service; every answer it gives a test is checked against its OpenAPI document."""
-    connection = await connections.connect(dsn)
-    try:
-        await bootstrap.seed(connection, settings.init_admin_api_tokens)
-    finally:
-        await connection.close()
+    await seed_database(dsn, settings.init_admin_api_tokens)
     app = create_app(settings, dsn, resolver=resolve_with_test_principals)
     conformance.install(app)
     yield app

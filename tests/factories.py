@@ -12,11 +12,12 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from projections.inline import apply_inline
-from service import auth, eventstore
+from service import auth, bootstrap, connections, eventstore
 from service.api_tokens.events import ApiTokenCreated
 from service.appkeys import POOL
 from service.events import Metadata
 from service.features.events import SegmentDeleted
+from service.settings import Settings
 from service.users.events import (
     PersonalAccessTokenCreated,
     PersonalAccessTokensSeen,
@@ -36,6 +37,21 @@ if TYPE_CHECKING:
 ADMIN_TOKEN = "*:*.test-admin-secret-0123456789abcdefghijklmnop"
 ADMIN = {"Authorization": ADMIN_TOKEN}
 TEST_ACTOR = Metadata(actor_id="test", actor_name="test", actor_kind="system", source="test")
+
+
+def settings_for(dsn: str, **overrides: Any) -> Settings:
+    """The service's settings on the test's database, seeding the admin token, and any others on
+    top (the settings fixture's, unless a test says otherwise)."""
+    return Settings(database_url=dsn, init_admin_api_tokens=(ADMIN_TOKEN,), **overrides)
+
+
+async def seed_database(dsn: str, tokens: tuple[str, ...] = (ADMIN_TOKEN,)) -> None:
+    """The defaults and the admin tokens, as the service seeds them when it starts."""
+    conn = await connections.connect(dsn)
+    try:
+        await bootstrap.seed(conn, tokens)
+    finally:
+        await conn.close()
 
 
 def noted(n: int = 1, text: str = "") -> SegmentDeleted:

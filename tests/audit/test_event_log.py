@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service import bootstrap, codec, connections, eventstore
+from service import codec, eventstore
 from service.api_tokens.events import ApiTokenCreated
 from service.app import create_app
 from service.appkeys import POOL
@@ -27,7 +27,6 @@ from service.audit.responses import log_event
 from service.codec import EVENT_TYPES, RecordedEvent
 from service.eventstore import LogEntry
 from service.features.events import SegmentCreated, SegmentUpdated, StrategyData, Variant
-from service.settings import Settings
 from service.users import importer
 from service.users.events import (
     ImportedUser,
@@ -41,7 +40,6 @@ from tests import factories
 from tests.eventlog.test_stored_events import METADATA, SAMPLED
 from tests.factories import (
     ADMIN,
-    ADMIN_TOKEN,
     FEATURES,
     STRONG,
     api_token,
@@ -50,7 +48,9 @@ from tests.factories import (
     in_days,
     make_account,
     ok,
+    seed_database,
     session,
+    settings_for,
     sign_in,
 )
 from tests.strategies import for_type
@@ -61,6 +61,7 @@ if TYPE_CHECKING:
 
     from service.connections import Conn
     from service.events import Event
+    from service.settings import Settings
     from tests.conftest import AiohttpClient
 
     Client = TestClient[Any, Any]
@@ -74,7 +75,7 @@ HEX64 = re.compile(r"^[0-9a-f]{64}$")
 def erasing_a_year_later(dsn: str) -> Settings:
     """Deleted people are erased a year later here (ERASURE_DELAY_DAYS): these tests read what
     the log held about them (erasure, and its "[erased]", is tests/audit/test_privacy.py's)."""
-    return Settings(database_url=dsn, init_admin_api_tokens=(ADMIN_TOKEN,), erasure_delay_days=365)
+    return settings_for(dsn, erasure_delay_days=365)
 
 
 async def search(client: Client, query: str = "", headers: dict[str, str] = ADMIN) -> Any:
@@ -767,12 +768,8 @@ async def test_searches_that_hold_every_connection_still_answer(
 ) -> None:
     """A search counts its total on a second connection when one is free at once, else on its
     own: with every connection of the pool held by searches, none waits for another forever."""
-    settings = Settings(database_url=dsn, init_admin_api_tokens=(ADMIN_TOKEN,), db_pool_size=2)
-    conn = await connections.connect(dsn)
-    try:
-        await bootstrap.seed(conn, settings.init_admin_api_tokens)
-    finally:
-        await conn.close()
+    settings = settings_for(dsn, db_pool_size=2)
+    await seed_database(dsn, settings.init_admin_api_tokens)
     client = await aiohttp_client(create_app(settings, dsn))
     await a_flag_with_a_history(client)
     answers = await asyncio.gather(

@@ -16,14 +16,15 @@ import pytest
 
 from projections.verify import verify
 from service.appkeys import POOL
-from service.settings import Settings
-from tests.factories import ADMIN, ADMIN_TOKEN, error, in_days
+from tests.factories import ADMIN, error, in_days, settings_for
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from aiohttp import web
     from aiohttp.test_utils import TestClient
+
+    from service.settings import Settings
 
     Client = TestClient[Any, Any]
 
@@ -37,7 +38,7 @@ ENVIRONMENTS = ["development", "production"]
 def settings(dsn: str) -> Settings:
     """Deleted people are erased a year later here (ERASURE_DELAY_DAYS): these tests read what
     the log held about them (erasure, and its "[erased]", is tests/audit/test_privacy.py's)."""
-    return Settings(database_url=dsn, init_admin_api_tokens=(ADMIN_TOKEN,), erasure_delay_days=365)
+    return settings_for(dsn, erasure_delay_days=365)
 
 
 @dataclass

@@ -24,7 +24,7 @@ from projections.follower import catch_up_once
 from projections.registry import ASYNC
 from projections.replay import replay
 from projections.verify import verify
-from service import bootstrap, cli, codec, connections, eventstore
+from service import cli, codec, connections, eventstore
 from service.app import create_app
 from service.appkeys import POOL
 from service.errors import ConfigError
@@ -41,7 +41,6 @@ from tests.conftest import (
 from tests.eventlog.test_verify_export import run as verify_export
 from tests.factories import (
     ADMIN,
-    ADMIN_TOKEN,
     DELETE_INACTIVE,
     FEATURES,
     STRONG,
@@ -49,6 +48,8 @@ from tests.factories import (
     create_user,
     error,
     person,
+    seed_database,
+    settings_for,
     sign_in,
 )
 from tests.harness import run_cli
@@ -367,17 +368,8 @@ async def test_deleting_inactive_users_erases_each_with_an_event(
 async def delayed(dsn: str, aiohttp_client: AiohttpClient) -> Client:
     """A client of an app that erases 30 days after a deletion (ERASURE_DELAY_DAYS=30); its
     own runner looks once a day, leaving the erasures that fall due to the test's calls."""
-    delayed = Settings(
-        database_url=dsn,
-        init_admin_api_tokens=(ADMIN_TOKEN,),
-        erasure_delay_days=30,
-        erasure_interval_seconds=86400,
-    )
-    conn = await connections.connect(dsn)
-    try:
-        await bootstrap.seed(conn, delayed.init_admin_api_tokens)
-    finally:
-        await conn.close()
+    delayed = settings_for(dsn, erasure_delay_days=30, erasure_interval_seconds=86400)
+    await seed_database(dsn, delayed.init_admin_api_tokens)
     app = create_app(delayed, dsn, resolver=resolve_with_test_principals)
     return await aiohttp_client(ServiceTestServer(app))
 

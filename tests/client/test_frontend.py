@@ -14,7 +14,6 @@ import msgspec
 import pytest
 from yggdrasil_engine.engine import UnleashEngine
 
-from service import bootstrap, connections
 from service.app import create_app
 from service.client.responses import Constraint, Strategy
 from service.errors import ConfigError
@@ -24,7 +23,7 @@ from service.settings import Settings, load_settings
 from tests import conformance
 from tests.clientapi import PROJECT, env_path, rich_flags, strategy, switch, token
 from tests.conftest import AiohttpClient, ServiceTestServer
-from tests.factories import ADMIN, ADMIN_TOKEN, flag, ok
+from tests.factories import ADMIN, ADMIN_TOKEN, flag, ok, seed_database, settings_for
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -327,14 +326,9 @@ async def test_cors_by_default_lets_every_origin_call(client: Client) -> None:
 @pytest.fixture
 async def listed(dsn: str, aiohttp_client: AiohttpClient) -> AsyncIterator[Client]:
     """The service with FRONTEND_API_ORIGINS=https://example.com."""
-    connection = await connections.connect(dsn)
-    try:
-        await bootstrap.seed(connection, (ADMIN_TOKEN,))
-    finally:
-        await connection.close()
-    settings = Settings(
-        database_url=dsn,
-        init_admin_api_tokens=(ADMIN_TOKEN,),
+    await seed_database(dsn)
+    settings = settings_for(
+        dsn,
         frontend_api_origins=("https://example.com", "http://localhost:3000"),
         access_control_max_age=600,
     )

@@ -21,7 +21,6 @@ from service import bootstrap, connections, eventstore, metrics, migrations, sto
 from service.app import create_app
 from service.appkeys import POOL
 from service.metrics import CONTENT_TYPE, METRICS, Metrics
-from service.settings import Settings
 from tests import factories
 from tests.conftest import AiohttpClient, ServiceTestServer
 from tests.factories import ADMIN, ADMIN_TOKEN, FEATURES, create_flag, head
@@ -31,6 +30,7 @@ if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
 
     from service.connections import Conn
+    from service.settings import Settings
     from tests.pg import Cluster
 
 Client = TestClient[Any, Any]
@@ -270,7 +270,7 @@ async def cluster_client(cluster: Cluster, aiohttp_client: AiohttpClient) -> Cli
         await bootstrap.seed(conn, (ADMIN_TOKEN,))
     finally:
         await conn.close()
-    settings = Settings(database_url=dsn, init_admin_api_tokens=(ADMIN_TOKEN,))
+    settings = factories.settings_for(dsn)
     return await aiohttp_client(ServiceTestServer(create_app(settings, dsn)))
 
 

@@ -11,13 +11,11 @@ import pytest
 
 from service import auth
 from service.appkeys import POOL
-from service.settings import Settings
 from service.users.domain import WRONG_CREDENTIALS
 from service.users.failures import FAILED_SIGN_INS
 from service.users.passwords import HASHING
 from tests.factories import (
     ADMIN,
-    ADMIN_TOKEN,
     LOGIN,
     STRONG,
     USERS,
@@ -26,6 +24,7 @@ from tests.factories import (
     event_count,
     make_account,
     session,
+    settings_for,
     sign_in,
     sign_in_events,
 )
@@ -34,6 +33,8 @@ if TYPE_CHECKING:
     from aiohttp import web
     from aiohttp.test_utils import TestClient
 
+    from service.settings import Settings
+
     Client = TestClient[Any, Any]
 
 
@@ -41,12 +42,7 @@ if TYPE_CHECKING:
 def settings(dsn: str) -> Settings:
     """Sign-in limits have their own tests (test_signin_limits.py); these send more attempts
     from one address than a minute allows."""
-    return Settings(
-        database_url=dsn,
-        init_admin_api_tokens=(ADMIN_TOKEN,),
-        login_rate_limit_per_address=1000,
-        login_rate_limit_per_account=1000,
-    )
+    return settings_for(dsn, login_rate_limit_per_address=1000, login_rate_limit_per_account=1000)
 
 
 async def test_sign_in_by_username_or_email_opens_a_session(

@@ -8,14 +8,12 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-import msgspec
 import pytest
 from aiohttp.test_utils import make_mocked_request
 
 from service import connections
 from service.appkeys import POOL
 from service.errors import TooManyRequests
-from service.settings import Settings
 from service.users.domain import SignInFailures, Unrecorded
 from service.users.events import UserSignInFailed
 from service.users.failures import FAILED_SIGN_INS, FailedSignIns
@@ -23,18 +21,20 @@ from service.users.limits import RateLimiter, client_address
 from service.users.passwords import HASHING, PasswordHashing
 from tests.factories import (
     ADMIN,
-    ADMIN_TOKEN,
     LOGIN,
     STRONG,
     USERS,
     create_user,
     error,
+    settings_for,
     sign_in_events,
 )
 
 if TYPE_CHECKING:
     from aiohttp import web
     from aiohttp.test_utils import TestClient
+
+    from service.settings import Settings
 
     Client = TestClient[Any, Any]
 
@@ -46,8 +46,7 @@ RETRY = re.compile(r"try again in (\d+) seconds$")
 def settings(dsn: str, request: pytest.FixtureRequest) -> Settings:
     """The service's settings with the test's own (indirect parametrization) on top."""
     chosen: dict[str, int] = getattr(request, "param", {})
-    settings = Settings(database_url=dsn, init_admin_api_tokens=(ADMIN_TOKEN,))
-    return msgspec.structs.replace(settings, **chosen)
+    return settings_for(dsn, **chosen)
 
 
 def limits(**chosen: int) -> pytest.MarkDecorator:
