@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import re
 import uuid
+import zlib
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -206,6 +207,13 @@ async def api_token(
     expiresAt) are the service's defaults unless given."""
     body = {"tokenName": name or kind, "type": kind, **fields}
     return dict(await ok(await client.post("/api/admin/api-tokens", json=body, headers=ADMIN), 201))
+
+
+def gzipped_zeros(chunk: int, chunks: int = 64) -> bytes:
+    """`chunks` times `chunk` zero bytes in one gzip member (a body that inflates far past its
+    size), compressed a chunk at a time."""
+    packer = zlib.compressobj(9, wbits=31)
+    return b"".join(packer.compress(bytes(chunk)) for _ in range(chunks)) + packer.flush()
 
 
 async def event_count(app: web.Application, event_type: str | None = None) -> int:

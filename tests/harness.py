@@ -176,9 +176,11 @@ class Harness:
 
 
 @contextlib.asynccontextmanager
-async def client() -> AsyncIterator[aiohttp.ClientSession]:
-    """A session that opens a new connection for every request."""
+async def client(base_url: str | None = None) -> AsyncIterator[aiohttp.ClientSession]:
+    """A session that opens a new connection for every request (to paths of `base_url`, a
+    server's URL, when given: the factories' requests then work on it as on a TestClient)."""
     async with aiohttp.ClientSession(
+        base_url,
         connector=aiohttp.TCPConnector(force_close=True),
         timeout=aiohttp.ClientTimeout(total=10),
     ) as session:
@@ -273,6 +275,11 @@ async def wait_read(port: int, connections: int) -> None:
 
 def postmaster_pid(data_dir: Path) -> int:
     return int((data_dir / "pg" / "postmaster.pid").read_text().splitlines()[0])
+
+
+def report(figures: str) -> None:
+    """Measured figures, shown with `pytest -s` (docs quote them)."""
+    print(figures, file=sys.stderr)  # noqa: T201
 
 
 def assert_error_body(body: Any, name: str, message: str) -> None:

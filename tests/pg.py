@@ -9,7 +9,6 @@ import os
 import pwd
 import queue
 import shutil
-import socket
 import subprocess
 import tempfile
 import threading
@@ -21,6 +20,7 @@ import asyncpg
 import psutil
 
 from service import connections, migrations
+from tests.harness import free_port
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -250,7 +250,7 @@ class Cluster:
         self.base = Path(tempfile.mkdtemp(prefix="pgc-", dir="/tmp"))
         self.base.chmod(0o777)
         self.data = self.base / "data"
-        self.port = _free_port()
+        self.port = free_port()
         self.user = _pg_user()
         subprocess.run(
             [str(PG15_BIN / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust"],
@@ -267,6 +267,15 @@ class Cluster:
 
     def dsn(self, database: str) -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+
+    async def create_database(self, name: str = "flags") -> str:
+        """An empty database on this cluster; its DSN."""
+        admin = await asyncpg.connect(self.admin_dsn)
+        try:
+            await admin.execute(f'CREATE DATABASE "{name}"')
+        finally:
+            await admin.close()
+        return self.dsn(name)
 
     def _ctl(self, *args: str) -> None:
         subprocess.run(
@@ -302,10 +311,3 @@ class Cluster:
         with contextlib.suppress(subprocess.CalledProcessError):
             self.stop("immediate")
         shutil.rmtree(self.base, ignore_errors=True)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import aiohttp
 import pytest
 
+from tests.factories import ADMIN_TOKEN
 from tests.harness import stop
 from tests.sse import Reader
 
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
 CLIENTS = 200
 CHANGES = 60
 EVERY_SECONDS = 0.05
-ADMIN_TOKEN = "*:*.streaming-load-0123456789abcdefghijklmnop"
 
 
 def percentile(values: list[float], fraction: float) -> float:

@@ -13,9 +13,7 @@ import os
 import resource
 import signal
 import statistics
-import sys
 import time
-import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -25,12 +23,15 @@ import asyncpg
 import psutil
 import pytest
 
+from tests.factories import ADMIN_TOKEN, FEATURES, create_flag, gzipped_zeros
 from tests.harness import (
     Harness,
     Server,
     assert_error_body,
     call,
+    client,
     postmaster_pid,
+    report,
     stop,
     wait_exit,
     wait_read,
@@ -43,23 +44,7 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.process
 
-ADMIN = "*:*.fault-tests-admin-secret-0123456789abcdef"
-FLAGS = "/api/admin/projects/default/features"
 DATABASE_DOWN = "The database is unavailable; try again shortly"
-
-
-async def create_database(cluster: Cluster) -> str:
-    conn = await asyncpg.connect(cluster.admin_dsn)
-    try:
-        await conn.execute("CREATE DATABASE flags")
-    finally:
-        await conn.close()
-    return cluster.dsn("flags")
-
-
-async def create_flag(server: Server, name: str) -> int:
-    status, _ = await call("POST", server.url + FLAGS, token=ADMIN, body={"name": name})
-    return status
 
 
 async def activity_lag(dsn: str) -> int:
@@ -77,17 +62,13 @@ async def activity_lag(dsn: str) -> int:
 
 
 async def seconds_to_catch_up(server: Server, dsn: str, name: str) -> float:
-    assert await create_flag(server, name) == 200
+    async with client(server.url) as http:
+        assert await create_flag(http, name) == 200
     started = time.monotonic()
     while await activity_lag(dsn) > 0:
         assert time.monotonic() - started < 10, "the async read model never caught up"
         await asyncio.sleep(0.01)
     return time.monotonic() - started
-
-
-def report(figures: str) -> None:
-    """The measured figures, shown with `pytest -s` (the closing note and docs quote them)."""
-    print(figures, file=sys.stderr)  # noqa: T201
 
 
 def log_events(server: Server, name: str) -> list[dict[str, Any]]:
@@ -100,19 +81,22 @@ def log_events(server: Server, name: str) -> list[dict[str, Any]]:
 async def test_a_database_outage_is_503_then_recovers_and_listen_is_reopened(
     harness: Harness, cluster: Cluster
 ) -> None:
-    dsn = await create_database(cluster)
-    server = await harness.serve(harness.new_dir(), DATABASE_URL=dsn, INIT_ADMIN_API_TOKENS=ADMIN)
-    assert await create_flag(server, "before") == 200
+    dsn = await cluster.create_database()
+    server = await harness.serve(
+        harness.new_dir(), DATABASE_URL=dsn, INIT_ADMIN_API_TOKENS=ADMIN_TOKEN
+    )
+    async with client(server.url) as http:
+        assert await create_flag(http, "before") == 200
     before = await seconds_to_catch_up(server, dsn, "before-restart")
 
     await asyncio.to_thread(cluster.stop)
     outage_started = time.monotonic()
     answers: list[tuple[str, int, str | None]] = []
-    async with aiohttp.ClientSession(headers={"Authorization": ADMIN}) as session:
+    async with aiohttp.ClientSession(headers={"Authorization": ADMIN_TOKEN}) as session:
         while time.monotonic() - outage_started < 3:
             for method, path, body in [
-                ("GET", FLAGS, None),
-                ("POST", FLAGS, {"name": "during"}),
+                ("GET", FEATURES, None),
+                ("POST", FEATURES, {"name": "during"}),
                 ("GET", "/api/admin/user-admin/search?q=a", None),
                 ("GET", "/health", None),
                 ("GET", "/ready", None),
@@ -127,7 +111,7 @@ async def test_a_database_outage_is_503_then_recovers_and_listen_is_reopened(
         restarted = time.monotonic()
         refused_after = 0  # 503s while PostgreSQL starts again: logged as the outage's are
         while True:
-            async with session.get(server.url + FLAGS) as resp:
+            async with session.get(server.url + FEATURES) as resp:
                 if resp.status == 200:
                     break
                 assert resp.status == 503
@@ -141,7 +125,7 @@ async def test_a_database_outage_is_503_then_recovers_and_listen_is_reopened(
 
     statuses = {(path, status, retry) for path, status, retry in answers}
     assert statuses == {
-        (FLAGS, 503, "2"),
+        (FEATURES, 503, "2"),
         ("/api/admin/user-admin/search?q=a", 503, "2"),
         ("/health", 200, None),
         ("/ready", 503, "2"),
@@ -171,8 +155,10 @@ async def test_a_database_restart_under_load_is_200_or_503_never_500(
     """While the server restarts, asyncpg's pool reconnecting can meet a reset connection
     (ConnectionResetError, which a client that leaves also raises): the database's is a 503.
     Deletes run together (group commit), so one such error would fail a whole batch."""
-    dsn = await create_database(cluster)
-    server = await harness.serve(harness.new_dir(), DATABASE_URL=dsn, INIT_ADMIN_API_TOKENS=ADMIN)
+    dsn = await cluster.create_database()
+    server = await harness.serve(
+        harness.new_dir(), DATABASE_URL=dsn, INIT_ADMIN_API_TOKENS=ADMIN_TOKEN
+    )
     statuses: Counter[int] = Counter()
     bodies: list[Any] = []
     restarted = asyncio.Event()
@@ -197,7 +183,7 @@ async def test_a_database_restart_under_load_is_200_or_503_never_500(
         for m in range(n, n + 4):  # and a few once the restarts are over
             await one(m)
 
-    async with aiohttp.ClientSession(headers={"Authorization": ADMIN}) as session:
+    async with aiohttp.ClientSession(headers={"Authorization": ADMIN_TOKEN}) as session:
         workers = [asyncio.ensure_future(load(session, w)) for w in range(48)]
         await asyncio.sleep(0.5)
         for _ in range(3):
@@ -219,28 +205,31 @@ async def test_a_database_restart_under_load_is_200_or_503_never_500(
 async def test_a_database_that_hangs_gets_503_and_does_not_hold_up_the_stop(
     harness: Harness, cluster: Cluster
 ) -> None:
-    dsn = await create_database(cluster)
+    dsn = await cluster.create_database()
     server = await harness.serve(
         harness.new_dir(),
         DATABASE_URL=dsn,
-        INIT_ADMIN_API_TOKENS=ADMIN,
+        INIT_ADMIN_API_TOKENS=ADMIN_TOKEN,
         DB_COMMAND_TIMEOUT_SECONDS="2",  # longer than the stop's timeout: the hard case
         SHUTDOWN_TIMEOUT_SECONDS="1",
     )
-    for number in range(4):  # connections in the pool, which the freeze will hold
-        assert await create_flag(server, f"warm-{number}") == 200
+    async with client(server.url) as http:
+        for number in range(4):  # connections in the pool, which the freeze will hold
+            assert await create_flag(http, f"warm-{number}") == 200
     await asyncio.to_thread(cluster.freeze)
     try:
         started = time.monotonic()
         answers = await asyncio.gather(
-            *(call("GET", server.url + FLAGS, token=ADMIN) for _ in range(4))
+            *(call("GET", server.url + FEATURES, token=ADMIN_TOKEN) for _ in range(4))
         )
         waited = time.monotonic() - started
         for status, body in answers:
             assert status == 503
             assert_error_body(body, "ServiceUnavailable", DATABASE_DOWN)
         reader, writer = await open_raw(server)
-        writer.write(f"GET {FLAGS} HTTP/1.1\r\nHost: x\r\nAuthorization: {ADMIN}\r\n\r\n".encode())
+        writer.write(
+            f"GET {FEATURES} HTTP/1.1\r\nHost: x\r\nAuthorization: {ADMIN_TOKEN}\r\n\r\n".encode()
+        )
         await writer.drain()
         await wait_read(server.port, 1)  # the request is in: not an idle connection to close
         server.proc.send_signal(signal.SIGTERM)
@@ -260,8 +249,10 @@ async def test_a_database_that_hangs_gets_503_and_does_not_hold_up_the_stop(
 
 
 async def test_liveness_never_depends_on_the_database(harness: Harness, cluster: Cluster) -> None:
-    dsn = await create_database(cluster)
-    server = await harness.serve(harness.new_dir(), DATABASE_URL=dsn, INIT_ADMIN_API_TOKENS=ADMIN)
+    dsn = await cluster.create_database()
+    server = await harness.serve(
+        harness.new_dir(), DATABASE_URL=dsn, INIT_ADMIN_API_TOKENS=ADMIN_TOKEN
+    )
     await asyncio.to_thread(cluster.stop, "immediate")
     deadline = time.monotonic() + 7  # longer than the embedded watchdog needs to act
     while time.monotonic() < deadline:
@@ -279,8 +270,9 @@ async def test_the_service_exits_1_when_its_embedded_postgres_dies_and_starts_ag
     harness: Harness,
 ) -> None:
     data_dir = harness.new_dir()
-    server = await harness.serve(data_dir, INIT_ADMIN_API_TOKENS=ADMIN)
-    assert await create_flag(server, "kept") == 200
+    server = await harness.serve(data_dir, INIT_ADMIN_API_TOKENS=ADMIN_TOKEN)
+    async with client(server.url) as http:
+        assert await create_flag(http, "kept") == 200
     os.kill(postmaster_pid(data_dir), signal.SIGKILL)
     killed = time.monotonic()
     code = await wait_exit(server, timeout=10)
@@ -291,8 +283,8 @@ async def test_the_service_exits_1_when_its_embedded_postgres_dies_and_starts_ag
     (died,) = log_events(server, "embedded_postgres_died")
     assert died["level"] == "error"
     # What a supervisor does next: start it again. PostgreSQL recovers; the flag is there.
-    again = await harness.serve(data_dir, INIT_ADMIN_API_TOKENS=ADMIN)
-    status, body = await call("GET", again.url + FLAGS + "/kept", token=ADMIN)
+    again = await harness.serve(data_dir, INIT_ADMIN_API_TOKENS=ADMIN_TOKEN)
+    status, body = await call("GET", again.url + FEATURES + "/kept", token=ADMIN_TOKEN)
     assert (status, body["name"]) == (200, "kept")
     assert await stop(again) == 0
     report(f"\nexit 1 {noticed:.2f} s after kill -9 of the postmaster")
@@ -426,7 +418,7 @@ async def hold_idle(server: Server, count: int) -> list[asyncio.StreamWriter]:
 async def other_clients_requests(server: Server, count: int) -> list[int]:
     statuses = []
     for _ in range(count):
-        status, _ = await call("GET", server.url + FLAGS, token=ADMIN)
+        status, _ = await call("GET", server.url + FEATURES, token=ADMIN_TOKEN)
         statuses.append(status)
     return statuses
 
@@ -440,7 +432,7 @@ async def test_1100_idle_connections_do_not_fail_other_clients(
     harness: Harness, soft: int, hard: int
 ) -> None:
     server = await harness.serve(
-        harness.new_dir(), preexec=nofile(soft, hard), INIT_ADMIN_API_TOKENS=ADMIN
+        harness.new_dir(), preexec=nofile(soft, hard), INIT_ADMIN_API_TOKENS=ADMIN_TOKEN
     )
     assert psutil.Process(server.proc.pid).rlimit(psutil.RLIMIT_NOFILE) == (hard, hard)
     idle = await hold_idle(server, 1100)
@@ -499,14 +491,12 @@ async def test_beyond_the_limit_with_no_idle_connection_the_newcomer_gets_a_503(
 @pytest.fixture(scope="module")
 def gzip_bomb() -> bytes:
     """1 GiB of zeros in one gzip member of about 1 MB."""
-    packer = zlib.compressobj(9, wbits=31)
-    chunk = bytes(2**24)
-    return b"".join(packer.compress(chunk) for _ in range(64)) + packer.flush()
+    return gzipped_zeros(2**24)
 
 
 async def test_gzip_bombs_do_not_stall_the_event_loop(harness: Harness, gzip_bomb: bytes) -> None:
     assert len(gzip_bomb) < 1_100_000
-    server = await harness.serve(harness.new_dir(), INIT_ADMIN_API_TOKENS=ADMIN)
+    server = await harness.serve(harness.new_dir(), INIT_ADMIN_API_TOKENS=ADMIN_TOKEN)
     done = asyncio.Event()
     answers: list[int] = []
 
@@ -516,10 +506,12 @@ async def test_gzip_bombs_do_not_stall_the_event_loop(harness: Harness, gzip_bom
             headers["Authorization"] = token
         async with aiohttp.ClientSession() as session:
             while not done.is_set():
-                async with session.post(server.url + FLAGS, data=gzip_bomb, headers=headers) as r:
+                async with session.post(
+                    server.url + FEATURES, data=gzip_bomb, headers=headers
+                ) as r:
                     answers.append(r.status)
 
-    bombers = [asyncio.create_task(bomber(ADMIN if n % 2 else None)) for n in range(4)]
+    bombers = [asyncio.create_task(bomber(ADMIN_TOKEN if n % 2 else None)) for n in range(4)]
     latencies = []
     async with aiohttp.ClientSession() as session:
         await asyncio.sleep(0.2)
@@ -559,7 +551,9 @@ class KeepAliveClient:
     idle_closed: int = 0  # a reused connection closed before any byte of the answer: resent
 
     async def run(self) -> None:
-        request = f"GET {FLAGS} HTTP/1.1\r\nHost: x\r\nAuthorization: {ADMIN}\r\n\r\n".encode()
+        request = (
+            f"GET {FEATURES} HTTP/1.1\r\nHost: x\r\nAuthorization: {ADMIN_TOKEN}\r\n\r\n".encode()
+        )
         while True:
             try:
                 reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
@@ -592,7 +586,7 @@ class KeepAliveClient:
 
 async def test_sigterm_under_keep_alive_load_fails_no_request(harness: Harness) -> None:
     server = await harness.serve(
-        harness.new_dir(), INIT_ADMIN_API_TOKENS=ADMIN, SHUTDOWN_TIMEOUT_SECONDS="10"
+        harness.new_dir(), INIT_ADMIN_API_TOKENS=ADMIN_TOKEN, SHUTDOWN_TIMEOUT_SECONDS="10"
     )
     clients = [KeepAliveClient(server.port) for _ in range(16)]
     running = [asyncio.create_task(c.run()) for c in clients]

@@ -13,7 +13,7 @@ import aiohttp
 import psutil
 import pytest
 
-from tests.factories import STRONG
+from tests.factories import ADMIN_TOKEN, STRONG
 
 if TYPE_CHECKING:
     from tests.harness import Harness
@@ -21,7 +21,6 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.process
 
-ADMIN = "*:*.signin-abuse-0123456789abcdefghijklmnopqrstuvwxyz"
 ATTEMPTS = 16
 MAX_RSS = 200 * 1024**2
 MAX_HEALTH_P99 = 0.25  # seconds: argon2 on the loop would hold it 0.1 s a check, 16 queued
@@ -96,14 +95,14 @@ async def serve_for_burst(harness: Harness, pg18: PgServer) -> tuple[str, int]:
     server = await harness.serve(
         harness.new_dir(),
         DATABASE_URL=await pg18.new_database(),
-        INIT_ADMIN_API_TOKENS=ADMIN,
+        INIT_ADMIN_API_TOKENS=ADMIN_TOKEN,
         TRUSTED_PROXY_HOPS="1",
         LOGIN_RATE_LIMIT_PER_ADDRESS="1000",
         LOGIN_RATE_LIMIT_PER_ACCOUNT="1000",
     )
     async with aiohttp.ClientSession() as session:
         body = {"username": "bob", "password": STRONG, "rootRole": 3}
-        headers = {"Authorization": ADMIN}
+        headers = {"Authorization": ADMIN_TOKEN}
         async with session.post(
             f"{server.url}/api/admin/user-admin", json=body, headers=headers
         ) as resp:

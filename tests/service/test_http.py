@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from service import auth, bootstrap, connections
 from service.appkeys import LIFECYCLE, POOL, SCHEMA_VERSION
 from service.logs import configure_logging
-from tests.factories import ADMIN, ADMIN_TOKEN, FEATURES, api_token, error_body
+from tests.factories import ADMIN, ADMIN_TOKEN, FEATURES, api_token, error_body, gzipped_zeros
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -387,9 +387,7 @@ async def test_compressed_bodies_are_read(client: Client, encoding: str, wbits: 
 @pytest.fixture(scope="module")
 def gzip_bomb() -> bytes:
     """One gzip member of 1 MiB + 1 zero bytes... up to 64 MiB: far past the body limit."""
-    packer = zlib.compressobj(9, wbits=31)
-    chunk = b"\0" * 2**20
-    return b"".join(packer.compress(chunk) for _ in range(64)) + packer.flush()
+    return gzipped_zeros(2**20)
 
 
 async def test_a_body_that_inflates_past_the_limit_is_413_without_inflating_it(

@@ -11,7 +11,6 @@ import uuid
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
-import asyncpg
 import pytest
 from aiohttp.test_utils import TestClient
 from prometheus_client.parser import text_string_to_metric_families
@@ -26,6 +25,7 @@ from tests.conftest import AiohttpClient, ServiceTestServer
 from tests.factories import ADMIN, ADMIN_TOKEN, FEATURES, create_flag, head
 
 if TYPE_CHECKING:
+    import asyncpg
     from aiohttp import web
     from prometheus_client.metrics_core import Metric
 
@@ -258,12 +258,7 @@ def test_apps_in_one_process_keep_their_own_series() -> None:
 @pytest.fixture
 async def cluster_client(cluster: Cluster, aiohttp_client: AiohttpClient) -> Client:
     """The application on a PostgreSQL of its own, which the test may stop or freeze."""
-    admin = await asyncpg.connect(cluster.admin_dsn)
-    try:
-        await admin.execute("CREATE DATABASE flags")
-    finally:
-        await admin.close()
-    dsn = cluster.dsn("flags")
+    dsn = await cluster.create_database()
     conn = await connections.connect(dsn)
     try:
         await migrations.migrate(conn)
