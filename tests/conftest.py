@@ -24,7 +24,7 @@ from service.privacy.keys import Masters
 from tests import conformance
 from tests.factories import seed_database, settings_for
 from tests.harness import Harness
-from tests.pg import PG15_BIN, Cluster, PgServer, start_pg15, tune_for_tests
+from tests.pg import PG15_BIN, Cluster, PgServer, Roles, start_pg15, tune_for_tests
 
 # Every test process and every service or command it starts seals personal data with this key
 # (the embedded-key tests unset it for their own processes).
@@ -72,6 +72,14 @@ def cluster() -> Iterator[Cluster]:
         yield cluster
     finally:
         cluster.destroy()
+
+
+@pytest.fixture
+async def roles() -> AsyncIterator[Roles]:
+    """Roles (logins) a test creates on its server, dropped at its end."""
+    made = Roles()
+    yield made
+    await made.drop()
 
 
 @pytest.fixture(scope="session")

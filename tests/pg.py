@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
@@ -19,11 +20,13 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 import psutil
 
-from service import connections, migrations
+from service import connections, migrations, reporting
 from tests.harness import free_port
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from service.connections import Conn
 
 PG15_BIN = Path("/usr/lib/postgresql/15/bin")
 TEMPLATE = "flags_template"
@@ -311,3 +314,38 @@ class Cluster:
         with contextlib.suppress(subprocess.CalledProcessError):
             self.stop("immediate")
         shutil.rmtree(self.base, ignore_errors=True)
+
+
+class Roles:
+    """Roles a test creates, with unique names (roles belong to the cluster, which every test
+    shares), dropped at the test's end."""
+
+    def __init__(self) -> None:
+        self.created: list[tuple[str, str]] = []
+
+    def name(self, dsn: str, prefix: str = "rpt") -> str:
+        name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+        self.created.append((with_database(dsn, "postgres"), name))
+        return name
+
+    async def drop(self) -> None:
+        for admin_dsn, name in reversed(self.created):
+            admin = await asyncpg.connect(admin_dsn)
+            try:
+                await admin.execute(f'DROP ROLE IF EXISTS "{name}"')
+            finally:
+                await admin.close()
+
+
+async def new_login(
+    admin: Conn, dsn: str, roles: Roles, *, read_only: bool = True
+) -> tuple[str, asyncpg.Connection]:
+    """A reporting login made as `reporting-user` makes it, and a connection as that login.
+    Logins are read-only by default, which refuses every write before privileges are even
+    looked at: tests of what the grants refuse turn it off (read_only=False)."""
+    name, password = roles.name(dsn), reporting.new_password()
+    await reporting.create_login(admin, name, password)
+    login = await asyncpg.connect(reporting.connection_string(dsn, name, password))
+    if not read_only:
+        await login.execute("SET default_transaction_read_only = off")
+    return name, login

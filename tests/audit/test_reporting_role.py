@@ -22,11 +22,9 @@ from service import bootstrap, connections, migrations, reporting
 from service.features.events import FeatureCreated
 from tests import factories
 from tests.factories import ADMIN_TOKEN
-from tests.pg import with_database
+from tests.pg import Roles, new_login, with_database
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
-
     from service.connections import Conn
     from tests.harness import Harness
     from tests.pg import Cluster, PgServer
@@ -90,48 +88,6 @@ SELECT * FROM eventstore_append('x', 'y', 1, ARRAY[gen_random_uuid()], ARRAY['T'
 """
 # pg_relation_is_updatable's bit for each command (1 << CmdType).
 UPDATABLE = {"UPDATE": 4, "INSERT": 8, "DELETE": 16}
-
-
-class Roles:
-    """Roles a test creates, with unique names (roles belong to the cluster, which every test
-    shares), dropped at the test's end."""
-
-    def __init__(self) -> None:
-        self.created: list[tuple[str, str]] = []
-
-    def name(self, dsn: str, prefix: str = "rpt") -> str:
-        name = f"{prefix}_{uuid.uuid4().hex[:12]}"
-        self.created.append((with_database(dsn, "postgres"), name))
-        return name
-
-    async def drop(self) -> None:
-        for admin_dsn, name in reversed(self.created):
-            admin = await asyncpg.connect(admin_dsn)
-            try:
-                await admin.execute(f'DROP ROLE IF EXISTS "{name}"')
-            finally:
-                await admin.close()
-
-
-@pytest.fixture
-async def roles() -> AsyncIterator[Roles]:
-    made = Roles()
-    yield made
-    await made.drop()
-
-
-async def new_login(
-    admin: Conn, dsn: str, roles: Roles, *, read_only: bool = True
-) -> tuple[str, asyncpg.Connection]:
-    """A reporting login made as `reporting-user` makes it, and a connection as that login.
-    Logins are read-only by default, which refuses every write before privileges are even
-    looked at: tests of what the grants refuse turn it off (read_only=False)."""
-    name, password = roles.name(dsn), reporting.new_password()
-    await reporting.create_login(admin, name, password)
-    login = await asyncpg.connect(reporting.connection_string(dsn, name, password))
-    if not read_only:
-        await login.execute("SET default_transaction_read_only = off")
-    return name, login
 
 
 async def seed(conn: Conn) -> None:

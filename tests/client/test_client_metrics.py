@@ -22,13 +22,11 @@ from service.features.events import FeatureCreated
 from service.telemetry import retention
 from service.telemetry.commands import MAX_COUNT, MAX_TOGGLES
 from tests import factories
-from tests.audit.test_reporting_role import Roles, new_login
 from tests.clientapi import token
 from tests.factories import ADMIN, FEATURES, create, error
+from tests.pg import Roles, new_login
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
-
     from aiohttp import web
     from aiohttp.test_utils import TestClient
 
@@ -470,13 +468,6 @@ async def test_counts_and_instances_older_than_the_retention_are_deleted(
 
 
 # --- the reporting role -------------------------------------------------------------------------
-
-
-@pytest.fixture
-async def roles() -> AsyncIterator[Roles]:
-    made = Roles()
-    yield made
-    await made.drop()
 
 
 async def test_the_reporting_role_reads_the_telemetry_views_and_not_the_tables(
