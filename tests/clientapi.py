@@ -8,6 +8,11 @@ from typing import Any
 from tests.factories import ADMIN, api_token, flag, ok
 
 PROJECT = "/api/admin/projects/default"
+SPEC = {"Unleash-Client-Spec": "5.2.0"}  # the client specification the SDKs say they follow
+
+
+def auth(secret: str, **headers: str) -> dict[str, str]:
+    return {"Authorization": secret, **headers}
 
 
 def env_path(flag: str, environment: str = "development") -> str:

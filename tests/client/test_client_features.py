@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from service.appkeys import CLIENT_FEED
-from tests.clientapi import PROJECT, rich_flags, segment, strategy, switch, token
+from tests.clientapi import PROJECT, SPEC, auth, rich_flags, segment, strategy, switch, token
 from tests.factories import ADMIN, flag, ok
 
 if TYPE_CHECKING:
@@ -16,12 +16,6 @@ if TYPE_CHECKING:
     from aiohttp.test_utils import TestClient
 
     Client = TestClient[Any, Any]
-
-SPEC = {"Unleash-Client-Spec": "5.2.0"}
-
-
-def auth(secret: str, **headers: str) -> dict[str, str]:
-    return {"Authorization": secret, **headers}
 
 
 async def features(client: Client, secret: str, query: str = "", **headers: str) -> Any:

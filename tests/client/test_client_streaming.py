@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 import pytest
 
-from tests.clientapi import PROJECT, rich_flags, segment, strategy, switch, token
+from tests.clientapi import PROJECT, SPEC, rich_flags, segment, strategy, switch, token
 from tests.factories import ADMIN, api_token, flag, ok
 from tests.sse import Reader
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     Client = TestClient[Any, Any]
 
 STREAM = "/api/client/streaming"
-HEADERS = {"Accept": "text/event-stream", "Unleash-Client-Spec": "5.2.0"}
+HEADERS = {"Accept": "text/event-stream", **SPEC}
 
 
 async def connect(client: Client, secret: str, last_event_id: str | None = None) -> Reader:

@@ -21,7 +21,7 @@ from service.frontend.context import Context
 from service.frontend.engine import Reads
 from service.settings import Settings, load_settings
 from tests import conformance
-from tests.clientapi import PROJECT, env_path, rich_flags, strategy, switch, token
+from tests.clientapi import PROJECT, SPEC, auth, env_path, rich_flags, strategy, switch, token
 from tests.conftest import AiohttpClient, ServiceTestServer
 from tests.factories import ADMIN, ADMIN_TOKEN, flag, ok, seed_database, settings_for
 
@@ -33,11 +33,6 @@ if TYPE_CHECKING:
     Client = TestClient[Any, Any]
 
 FRONTEND = "/api/frontend"
-SPEC = {"Unleash-Client-Spec": "5.2.0"}
-
-
-def auth(secret: str, **headers: str) -> dict[str, str]:
-    return {"Authorization": secret, **headers}
 
 
 async def get(client: Client, secret: str, query: dict[str, str] | str = "", **headers: str) -> Any:
