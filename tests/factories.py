@@ -16,6 +16,7 @@ from projections.inline import apply_inline
 from service import auth, bootstrap, connections, eventstore
 from service.api_tokens.events import ApiTokenCreated
 from service.appkeys import POOL
+from service.codec import RecordedEvent
 from service.events import Metadata
 from service.features.events import SegmentDeleted
 from service.settings import Settings
@@ -31,7 +32,7 @@ from service.users.events import (
 if TYPE_CHECKING:
     from aiohttp import web
 
-    from service.codec import DomainEvent, RecordedEvent
+    from service.codec import DomainEvent
     from service.connections import Conn
 
 # The admin token every test's service is seeded with (the settings fixture's), and its headers.
@@ -59,6 +60,29 @@ def noted(n: int = 1, text: str = "") -> SegmentDeleted:
     """A numbered event that changes no read model (a segment that never existed is deleted):
     for tests of the log itself, where what the events say does not matter."""
     return SegmentDeleted(segment_id=n, name=text)
+
+
+def recorded(
+    event: DomainEvent,
+    position: int = 1,
+    *,
+    stream: tuple[str, str] = ("test", "1"),
+    version: int | None = None,
+    at: datetime | None = None,
+    metadata: Metadata = TEST_ACTOR,
+) -> RecordedEvent:
+    """An event as the log hands it out, made in memory (no database): for code that reads
+    records. Its stream version is its position unless `version` says otherwise."""
+    return RecordedEvent(
+        position=position,
+        stream_type=stream[0],
+        stream_key=stream[1],
+        stream_version=position if version is None else version,
+        event_id=uuid.uuid4(),
+        recorded_at=at or datetime.now(UTC),
+        metadata=metadata,
+        event=event,
+    )
 
 
 async def append(

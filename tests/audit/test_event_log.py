@@ -8,7 +8,6 @@ import asyncio
 import json
 import random
 import re
-import uuid
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +23,7 @@ from service.app import create_app
 from service.appkeys import POOL
 from service.audit.history import Context, Tag
 from service.audit.responses import log_event
-from service.codec import EVENT_TYPES, RecordedEvent
+from service.codec import EVENT_TYPES
 from service.eventstore import LogEntry
 from service.features.events import SegmentCreated, SegmentUpdated, StrategyData, Variant
 from service.users import importer
@@ -568,16 +567,7 @@ BEFORE = st.one_of(
 @given(data=st.data())
 def test_no_event_type_shows_a_secret_key(cls: type[Event], data: st.DataObject) -> None:
     """Whatever an event of any type holds, and whatever its stream held before it."""
-    record = RecordedEvent(
-        position=1,
-        stream_type="feature",
-        stream_key="f",
-        stream_version=1,
-        event_id=uuid.uuid4(),
-        recorded_at=datetime.now(UTC),
-        metadata=factories.TEST_ACTOR,
-        event=data.draw(for_type(cls)),
-    )
+    record = factories.recorded(data.draw(for_type(cls)), stream=("feature", "f"))
     entry = LogEntry(recorded=record, hash="0" * 64, kind="k", project=None, actor_user_id=None)
     context = Context(before=data.draw(BEFORE), tags=[Tag(value="v", type="simple")])
     shown = msgspec.to_builtins(log_event(entry, context))

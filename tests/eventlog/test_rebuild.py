@@ -4,7 +4,6 @@ they were right."""
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -48,7 +47,7 @@ from service.users.events import (
 )
 from tests.bench.biglog import generate
 from tests.eventlog.test_stored_events import SAMPLED
-from tests.factories import TEST_ACTOR
+from tests.factories import recorded
 from tests.strategies import for_type
 
 if TYPE_CHECKING:
@@ -62,23 +61,8 @@ if TYPE_CHECKING:
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def _record(
-    event: DomainEvent, position: int, at: datetime, metadata: Metadata = TEST_ACTOR
-) -> RecordedEvent:
-    return RecordedEvent(
-        position=position,
-        stream_type="test",
-        stream_key="1",
-        stream_version=position,
-        event_id=uuid.uuid4(),
-        recorded_at=at,
-        metadata=metadata,
-        event=event,
-    )
-
-
 def _recorded(events: Sequence[DomainEvent]) -> list[RecordedEvent]:
-    return [_record(e, i, T0 + timedelta(hours=i)) for i, e in enumerate(events, start=1)]
+    return [recorded(e, i, at=T0 + timedelta(hours=i)) for i, e in enumerate(events, start=1)]
 
 
 async def _rows(conn: Conn, schema: str) -> dict[str, list[tuple[Any, ...]]]:
@@ -360,7 +344,7 @@ async def test_activity_counts_regrouped_and_merged_give_the_rows_one_at_a_time_
             if erased is not None
             else UserSignedOut(user_id=1, session_hash="s")
         )
-        records.append(_record(event, position, T0 + timedelta(days=day), metadata))
+        records.append(recorded(event, position, at=T0 + timedelta(days=day), metadata=metadata))
     by_sql, by_memory = await _through_both(conn, records, batch=batch)
     assert by_sql["activity_daily"] == by_memory["activity_daily"]
 

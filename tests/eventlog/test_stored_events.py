@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import uuid
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +28,7 @@ from service.privacy import master
 from service.privacy.keys import Keyring
 from service.users.events import UsersDeleted
 from tests import ROOT
+from tests.factories import recorded
 from tests.strategies import fields, for_type, walk
 
 if TYPE_CHECKING:
@@ -127,15 +127,13 @@ def test_the_stored_metadata_decodes() -> None:
 
 
 def _recorded(event: codec.DomainEvent, position: int) -> RecordedEvent:
-    return RecordedEvent(
-        position=position,
-        stream_type="sample",
-        stream_key=event.type_name(),
-        stream_version=1,
-        event_id=uuid.uuid4(),
-        recorded_at=datetime(2026, 11, 23, 12, 0, tzinfo=UTC),
+    return recorded(
+        event,
+        position,
+        stream=("sample", event.type_name()),
+        version=1,
+        at=datetime(2026, 11, 23, 12, 0, tzinfo=UTC),
         metadata=codec.decode_metadata(METADATA),
-        event=event,
     )
 
 
