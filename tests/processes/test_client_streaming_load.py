@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import aiohttp
 import pytest
 
-from tests.factories import ADMIN_TOKEN
+from tests.factories import ADMIN_TOKEN, api_token, flag
 from tests.harness import stop
 from tests.sse import Reader
 
@@ -32,14 +32,10 @@ async def test_200_clients_each_see_every_change_in_order(harness: Harness, dsn:
     server = await harness.serve(
         harness.new_dir(), DATABASE_URL=dsn, INIT_ADMIN_API_TOKENS=ADMIN_TOKEN, LOG_LEVEL="warning"
     )
-    admin = {"Authorization": ADMIN_TOKEN}
     connector = aiohttp.TCPConnector(limit=0)
     timeout = aiohttp.ClientTimeout(total=None, sock_read=30)
     async with aiohttp.ClientSession(server.url, connector=connector, timeout=timeout) as http:
-        body = {"tokenName": "sdk", "type": "client", "environment": "development"}
-        async with http.post("/api/admin/api-tokens", json=body, headers=admin) as resp:
-            assert resp.status == 201, await resp.text()
-            secret = (await resp.json())["secret"]
+        secret = (await api_token(http, name="sdk", environment="development"))["secret"]
         headers = {
             "Authorization": secret,
             "Accept": "text/event-stream",
@@ -72,10 +68,7 @@ async def test_200_clients_each_see_every_change_in_order(harness: Harness, dsn:
             await asyncio.sleep(max(0.0, start + n * EVERY_SECONDS - time.monotonic()))
             name = f"change-{n:03d}"
             sent[name] = time.monotonic()
-            async with http.post(
-                "/api/admin/projects/default/features", json={"name": name}, headers=admin
-            ) as resp:
-                assert resp.status == 200, await resp.text()
+            await flag(http, name)
             answered[name] = time.monotonic()
         await asyncio.wait_for(asyncio.gather(*listeners), 15)
 

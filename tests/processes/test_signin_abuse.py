@@ -13,7 +13,8 @@ import aiohttp
 import psutil
 import pytest
 
-from tests.factories import ADMIN_TOKEN, STRONG
+from tests.factories import ADMIN_TOKEN, STRONG, create_user
+from tests.harness import client
 
 if TYPE_CHECKING:
     from tests.harness import Harness
@@ -100,13 +101,8 @@ async def serve_for_burst(harness: Harness, pg18: PgServer) -> tuple[str, int]:
         LOGIN_RATE_LIMIT_PER_ADDRESS="1000",
         LOGIN_RATE_LIMIT_PER_ACCOUNT="1000",
     )
-    async with aiohttp.ClientSession() as session:
-        body = {"username": "bob", "password": STRONG, "rootRole": 3}
-        headers = {"Authorization": ADMIN_TOKEN}
-        async with session.post(
-            f"{server.url}/api/admin/user-admin", json=body, headers=headers
-        ) as resp:
-            assert resp.status == 201, await resp.text()
+    async with client(server.url) as http:
+        await create_user(http, {"username": "bob", "password": STRONG})
     return server.url, server.proc.pid
 
 
