@@ -41,9 +41,9 @@ class PgServer:
     """A running server with a migrated template database to clone per test.
 
     The clones are made ahead (one ready, the next in the making), in a thread of their own,
-    while the tests run: a CREATE DATABASE (a checkpoint and a copy of the template) took
-    0.14 s here, about a sixth of the suite's time when each test waited for its own. Every
-    database made is recorded until dropped, and `close()` drops those left (a test that was
+    while the tests run: a CREATE DATABASE (a checkpoint and a copy of the template) is a
+    large share of the suite's time when each test waits for its own. Every database made is
+    recorded until dropped, and `close()` drops those left (a test that was
     interrupted, or a clone made for a test that never took it)."""
 
     def __init__(
@@ -179,7 +179,7 @@ async def _create(
     (an interrupted CREATE DATABASE leaves nothing, or something for close() to drop)."""
     name = f"test_{os.getpid()}_{next(_counter)}"
     record(name)
-    # FILE_COPY (PostgreSQL 15+) clones a small template about 3x faster than WAL_LOG.
+    # FILE_COPY (PostgreSQL 15+) clones a small template faster than WAL_LOG.
     fast = " STRATEGY FILE_COPY" if conn.get_server_version().major >= 15 else ""
     clone = f" TEMPLATE {template}{fast}" if template else ""
     await conn.execute(f"CREATE DATABASE {name}{clone}")

@@ -409,7 +409,7 @@ async def test_verify_holds_while_the_async_projection_has_not_yet_seen_an_erasu
     """Between an erasure's commit and its follower's next batch, activity_daily still shows
     the erased person's name, while a rebuild already reads it as erased (the key is gone):
     verify compares the async read model as its follower will have it at the head, so an
-    erasure at the wrong moment is not a difference (it once was: a flaky CI failure)."""
+    erasure at the wrong moment is not a difference (were it one, CI would fail now and then)."""
     client = delayed
     app = client.app
     user_id = await _alice_acts(client)

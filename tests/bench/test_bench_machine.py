@@ -67,7 +67,7 @@ def test_a_probe_whose_disk_fails_keeps_what_it_sampled_and_nothing_more(
     """A flush that raised is not one still waiting: no phantom stall grows after it."""
     calls = []
 
-    def failing_after_two(fd: int) -> None:  # no disk at all: a busy one stalls 0.1-0.8 s
+    def failing_after_two(fd: int) -> None:  # no disk at all: a busy one stalls now and then
         calls.append(fd)
         if len(calls) > 2:
             raise OSError(5, "Input/output error")

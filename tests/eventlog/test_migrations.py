@@ -163,9 +163,9 @@ async def test_a_log_written_before_0012_gets_its_search_columns_and_keeps_verif
 async def test_dropping_the_old_search_indexes_lets_readers_through(empty_dsn: str) -> None:
     """sql/0021 drops two indexes of readmodel.users, which needs the table's ACCESS EXCLUSIVE
     lock. Behind a long reader (a report, `verify`) a plain DROP INDEX would wait in the lock
-    queue, and every new reader of users behind it (found by the review of issue 18: searches
-    answered 503 for as long as the reader ran); here each try waits 100 ms at most, so new
-    readers get through, and the drops happen once the long reader is done."""
+    queue, and every new reader of users behind it (searches would answer 503 for as long as
+    the reader runs); here each try waits 100 ms at most, so new readers get through, and the
+    drops happen once the long reader is done."""
     upgrading = await connections.connect(empty_dsn)
     long_reader = await connections.connect(empty_dsn)
     reader = await connections.connect(empty_dsn)

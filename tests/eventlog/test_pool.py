@@ -3,7 +3,7 @@ longest waiter, not to a request that asks while it is on its way back (asyncpg'
 that test), and a timed wait keeps its place; waits that time out or are cancelled, in any
 number and at any moment, give their turns back; a release is bounded by the acquire's timeout;
 terminating the pool ends every wait, and a closing or closed pool refuses at once (FairPool as
-of commit 3c5a633 failed the tests of the timed wait, the release and the terminate)."""
+of commit 3c5a633 fails the tests of the timed wait, the release and the terminate)."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ async def test_a_released_connection_goes_to_the_longest_waiter(any_dsn: str) ->
 
 
 async def test_a_timed_wait_keeps_its_place(any_dsn: str) -> None:
-    # with asyncio.wait_for (FairPool as of 3c5a633) the timed one queued a turn of the loop late
+    # with asyncio.wait_for (FairPool as of 3c5a633) the timed one queues a turn of the loop late
     pool = await connections.create_pool(any_dsn, 1)
     try:
         served: list[str] = []

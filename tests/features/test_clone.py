@@ -1,4 +1,4 @@
-"""Operation 2 of spec.md: clone a flag (behavior.md section 2), through HTTP."""
+"""Cloning a flag (docs/behavior.md, clone a flag), through HTTP."""
 
 from __future__ import annotations
 

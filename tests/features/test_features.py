@@ -1,4 +1,5 @@
-"""Operation 1 of spec.md (create a flag) and the flag surface around it, through HTTP."""
+"""Creating a flag (docs/behavior.md, create a flag) and the flag surface around it, through
+HTTP."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.process
 
 ATTEMPTS = 16
 MAX_RSS = 200 * 1024**2
-MAX_HEALTH_P99 = 0.25  # seconds: argon2 on the loop would hold it 0.1 s a check, 16 queued
+MAX_HEALTH_P99 = 0.25  # seconds: argon2 on the loop would hold it a whole check, 16 queued
 
 
 @dataclass

@@ -647,8 +647,7 @@ async def test_a_chosen_admin_secret_shows_nothing_in_its_hint(dsn: str) -> None
 
 async def test_an_unknown_expectation_is_ignored_not_a_plain_text_417(client: Client) -> None:
     """aiohttp answers `Expect: <anything but 100-continue>` with a plain-text 417 before any
-    middleware (no JSON body, no request id, no log line); the request is served instead
-    (found by the review of issue 16)."""
+    middleware (no JSON body, no request id, no log line); the request is served instead."""
     resp = await client.get("/api/admin/projects", headers={**ADMIN, "Expect": "bogus"})
     assert resp.status == 200
     assert "X-Request-Id" in resp.headers

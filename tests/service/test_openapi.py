@@ -123,8 +123,8 @@ async def test_each_operation_documents_what_it_reads_and_answers(client: Client
 async def test_a_request_line_too_long_is_a_431_every_operation_documents(
     client: Client,
 ) -> None:
-    """schemathesis (make fuzz) sent a query longer than 8190 bytes and got the parser's 431,
-    which no operation documented."""
+    """A query longer than 8190 bytes (schemathesis, make fuzz, sends them) gets the parser's
+    431, which every operation documents."""
     response = await client.get(f"/api/admin/search/events?type=IS:{'x' * 9000}", headers=ADMIN)
     await error(response, 431, "RequestHeaderFieldsTooLarge")
     for methods in (await served(client))["paths"].values():
@@ -138,8 +138,8 @@ async def test_a_request_line_too_long_is_a_431_every_operation_documents(
 async def test_an_empty_whole_number_parameter_is_its_default_and_the_document_says_so(
     client: Client,
 ) -> None:
-    """schemathesis (make fuzz): `?offset=` and `?before=` answered 200 (the default, as
-    http.int_param reads an empty value) where the document said integer."""
+    """An empty whole number (`?offset=`, `?before=`: schemathesis, make fuzz, sends them) is
+    the parameter's default, as http.int_param reads it, and the document takes it too."""
     document = await served(client)
     numbers = 0
     for path, methods in document["paths"].items():
@@ -354,8 +354,8 @@ def test_every_instant_the_service_reads_matches_the_documented_pattern(
 
 
 async def test_the_page_files_are_whole_gzipped_when_taken_and_revalidated(client: Client) -> None:
-    """No ranges, no conditional answers (412, 416, 304 were undocumented statuses of the file
-    server); gzip for a client that takes it; no-cache, so an upgrade never mixes versions."""
+    """No ranges, no conditional answers (412, 416, 304 would be undocumented statuses of the
+    file server); gzip for a client that takes it; no-cache, so an upgrade never mixes versions."""
     plain = await client.get(PAGE + "swagger-ui-bundle.js", headers={"Accept-Encoding": "identity"})
     whole = await plain.read()
     assert plain.headers.get("Content-Encoding") is None

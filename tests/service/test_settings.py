@@ -245,7 +245,7 @@ def test_database_urls_asyncpg_takes_are_accepted(url: str) -> None:
 
 @pytest.mark.parametrize(("cores", "size"), [(1, 3), (2, 5), (4, 9), (64, 10)])
 def test_the_embedded_server_gets_a_pool_of_twice_the_cores_plus_one(cores: int, size: int) -> None:
-    """It shares the machine's cores with the service (issue 18): at most the default of 10."""
+    """It shares the machine's cores with the service: at most the default of 10."""
     assert embedded.pool_size(cores) == size
     assert Settings().db_pool_size == embedded.POOL_MOST
 

@@ -1,4 +1,4 @@
-"""Operation 3 of spec.md, "Delete inactive users" (behavior.md section 3), and the list."""
+"""Deleting inactive users (docs/behavior.md, delete inactive users), and their list."""
 
 from __future__ import annotations
 
@@ -184,8 +184,8 @@ async def test_ten_thousand_ids_in_one_request(client: Client, app: web.Applicat
 
 async def lanes_blocked(app: web.Application, lanes: int) -> None:
     """Waits until this many sessions (lanes of deletions) wait for a row lock. (Fixed sleeps
-    let the test depend on timing: two requests that came in the same turn went into one
-    lane's batch, leaving the other lane free for the next request alone.) Asked on a
+    let the test depend on timing: two requests that come in the same turn go into one lane's
+    batch, leaving the other lane free for the next request alone.) Asked on a
     connection of its own: in a transaction pg_stat_activity stays as first read."""
     for _ in range(400):
         locked = await app[POOL].fetchval(
@@ -269,7 +269,7 @@ async def test_deletions_listing_many_ids_do_not_commit_together(
 ) -> None:
     """A transaction of several lists 1,000 ids at most (inactive.BATCH_IDS): large requests
     that wait together still run one by one (each alone stays well within the statement
-    timeout; sixteen of 10,000 ids together ran into it)."""
+    timeout; sixteen of 10,000 ids together would run into it)."""
     blocked, u1, u2 = [await person(app, seen=300) for _ in range(3)]
 
     def delete(ids: list[int], request_id: str) -> Any:

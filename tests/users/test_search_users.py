@@ -1,4 +1,4 @@
-"""Operation 5 of spec.md, "Search users" (behavior.md section 5)."""
+"""Searching users (docs/behavior.md, search users)."""
 
 from __future__ import annotations
 
@@ -170,7 +170,7 @@ async def test_pages_agree_whether_the_first_names_fill_them_or_not(
     client: Client, app: web.Application
 ) -> None:
     """Searches are answered from the first 500 people by name when those fill the page, else
-    from the indexes: both must give the order behavior.md asks for."""
+    from the indexes: both must give the order docs/behavior.md, search users, asks for."""
     async with app[POOL].acquire() as conn:
         for i in range(520):  # early in the alphabet: the first 500 people by name
             await factories.account(conn, username=f"aa-{i:03d}-{'match' if i % 3 else 'x'}")
@@ -190,7 +190,8 @@ async def test_pages_agree_whether_the_first_names_fill_them_or_not(
 
 
 def expected_ids(people: list[dict[str, Any]], q: str) -> list[int]:
-    """behavior.md section 5, written out plainly: the reference the service must agree with."""
+    """docs/behavior.md, search users, written out plainly: the reference the service must
+    agree with."""
     needle = q.strip().lower()
     ranked = []
     for person in people:
@@ -277,7 +278,7 @@ async def test_every_way_of_finding_gives_the_defined_order(  # noqa: PLR0917 - 
     monkeypatch.setattr(search_module, "MATCH_COST", match_cost)
     monkeypatch.setattr(search_module, "PROBE", probe)
     want = expected_ids(people, q)
-    if len(q.strip()) < 2:  # behavior.md: too short
+    if len(q.strip()) < 2:  # too short (docs/behavior.md, search users)
         want = []
     body = await search(client, q, limit=limit, offset=offset)
     assert [u["id"] for u in body["users"]] == want[offset : offset + limit]
@@ -287,8 +288,8 @@ async def test_every_way_of_finding_gives_the_defined_order(  # noqa: PLR0917 - 
 async def test_a_position_beyond_the_log_is_a_400_whatever_the_query(
     client: Client, q: str
 ) -> None:
-    """A short query used to answer before `?at=` was read: 200 for a position past the log's
-    end where a longer query got 400 (found by the review of issue 16)."""
+    """A short query reads `?at=` before it answers: a position past the log's end is a 400
+    for it as for a longer one, not a 200."""
     resp = await client.get(SEARCH, params={"q": q, "at": "999999999"}, headers=ADMIN)
     message = await error(resp, 400, "ValidationError")
     assert "beyond the log's end" in message
@@ -410,8 +411,7 @@ async def test_a_large_table_whose_first_people_match_little_walks_on_past_them(
     app: web.Application, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The first people by name hold no match and the sample holds many: the walk goes on
-    past them (it once asked for a negative LIMIT and answered 500, found by the review of
-    issue 18 at 26,000 users)."""
+    past them, never asking for a negative LIMIT (which answers 500)."""
     lines = [json.dumps({"name": f"Aaron First {i:04d}"}) for i in range(300)]
     lines += [
         json.dumps({"name": f"Zed Crowd {i:05d}", "email": f"zc.{i:05d}@qmail.example"})
@@ -435,7 +435,7 @@ async def test_a_large_table_whose_first_people_match_little_walks_on_past_them(
 @pytest.mark.parametrize("q", ["a\ud7ff", "a\U0010ffff", "\U0010ffff\U0010ffff"])
 async def test_a_query_ending_in_the_last_characters_is_answered(client: Client, q: str) -> None:
     """No successor can be made for U+D7FF or U+10FFFF (the prefix range has no end): such a
-    two-character query once divided by zero (found by the review of issue 18)."""
+    two-character query is answered, not divided by zero."""
     await create_user(client, {"name": "a\U0010ffffb", "email": "max@example.com"})
     body = await search(client, q)
     assert [u["email"] for u in body["users"]] == (

@@ -1,5 +1,5 @@
-"""Service accounts and operation 4 of spec.md, "List all tokens for a service account"
-(behavior.md section 4)."""
+"""Service accounts, and listing all tokens of a service account (docs/behavior.md, list all
+tokens for a service account)."""
 
 from __future__ import annotations
 

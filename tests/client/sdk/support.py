@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from tests.harness import Harness, Server
 
 ENVIRONMENT = "development"
-STREAMED_SECONDS = 1.0  # how soon a change must reach a streaming SDK (the issue's bound)
+STREAMED_SECONDS = 1.0  # how soon a change must reach a streaming SDK (docs/client-api.md)
 # Every flag the SDKs are asked about: rich_flags' (a gradual rollout with constraints, a
 # segment and strategy variants, depending on a parent; environment variants; a disabled and a
 # tagged flag), a second rollout, three more dependents, and one that does not exist.
