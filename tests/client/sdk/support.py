@@ -378,6 +378,16 @@ async def reported(service: Service, app_name: str) -> tuple[Any, dict[str, dict
     return instance, usage
 
 
+def assert_polled(service: Service, client: str, *, streaming: bool) -> None:
+    """A streaming SDK never polled (nor fell back to polling); a polling one did, and was told
+    304 when nothing moved."""
+    reads = {(p, s) for _, p, s in service.requests(client) if p.startswith("/api/client/f")}
+    if streaming:
+        assert reads == set()
+    else:
+        assert reads == {("/api/client/features", 200), ("/api/client/features", 304)}
+
+
 def report(client: str, took: dict[str, float]) -> None:
     """The measured propagation times, in the output of `pytest -s` (and on failure)."""
     print(client, " ".join(f"{what}: {s * 1000:.0f} ms" for what, s in took.items()))  # noqa: T201

@@ -25,6 +25,7 @@ from tests.client.sdk.support import (
     STREAMED_SECONDS,
     Service,
     answer,
+    assert_polled,
     assert_reported,
     changes,
     propagated,
@@ -178,11 +179,7 @@ def assert_mode(service: Service, sdk: NodeSdk, done: dict[str, Any]) -> None:
     told 304 when nothing moved. No SDK saw an error or a warning."""
     assert done["mode"] == ("streaming" if sdk.streaming else "polling"), done
     assert (done["errors"], done["warnings"]) == ([], []), done
-    reads = {(p, s) for m, p, s in service.requests(sdk.client) if p.startswith("/api/client/f")}
-    if sdk.streaming:
-        assert reads == set()
-    else:
-        assert reads == {("/api/client/features", 200), ("/api/client/features", 304)}
+    assert_polled(service, sdk.client, streaming=sdk.streaming)
 
 
 def test_answers_as_the_frontend_api(

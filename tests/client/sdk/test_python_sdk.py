@@ -22,6 +22,7 @@ from tests.client.sdk.support import (
     STREAMED_SECONDS,
     Service,
     answer,
+    assert_polled,
     assert_reported,
     changes,
     propagated,
@@ -113,13 +114,8 @@ def sdk(request: pytest.FixtureRequest, service: Service, tmp_path: Path) -> Ite
 def assert_mode(service: Service, sdk: Sdk) -> None:
     """A streaming SDK never polled; a polling one did, and was told 304 when nothing moved.
     Every report the SDK posted (registration, metrics) was taken."""
-    requests = service.requests(sdk.client)
-    reads = {(p, s) for _, p, s in requests if p.startswith("/api/client/f")}
-    if sdk.streaming:
-        assert reads == set()
-    else:
-        assert reads == {("/api/client/features", 200), ("/api/client/features", 304)}
-    assert {s for m, _, s in requests if m == "POST"} <= {202}
+    assert_polled(service, sdk.client, streaming=sdk.streaming)
+    assert {s for m, _, s in service.requests(sdk.client) if m == "POST"} <= {202}
 
 
 def test_answers_as_the_frontend_api(
