@@ -18,9 +18,10 @@ $(STAMP): pyproject.toml
 run: install
 	$(BIN)/python -m service serve
 
-# pytest exits 5 when it collected no test; that must never pass silently.
+# pytest exits 5 when it collected no test; that must never pass silently. AREA=features runs
+# one area alone: the tests in tests/features (every folder of tests/ is an area).
 test: install
-	$(BIN)/python -m pytest $(PYTEST_ARGS) || { rc=$$?; [ $$rc -ne 5 ] || echo "make test: no test ran" >&2; exit $$rc; }
+	$(BIN)/python -m pytest $(if $(AREA),tests/$(AREA)) $(PYTEST_ARGS) || { rc=$$?; [ $$rc -ne 5 ] || echo "make test: no test ran" >&2; exit $$rc; }
 
 lint: install
 	$(BIN)/ruff format --check .

@@ -24,7 +24,7 @@ SEARCH_PATH = "readmodel, public, pg_temp"
 def set_search_path(schema: str) -> str:
     """The statement that puts a schema's tables first for the rest of the transaction, before
     public and, explicitly last, the session's temporary tables (see SEARCH_PATH). Every
-    search_path the code sets is made here (tests/test_layout.py)."""
+    search_path the code sets is made here (tests/service/test_layout.py)."""
     return f"SET LOCAL search_path = {schema}, public, pg_temp"
 
 

@@ -30,8 +30,8 @@ class Projection:
     handles: frozenset[type[Event]] | None
     # Whether `writes` reads the event itself (or only events of these types), and the
     # metadata (who, which request): a rebuild decodes neither when no projection of its group
-    # does (tests/test_rebuild.py checks that a projection's writes do not change with what it
-    # says it does not read).
+    # does (tests/eventlog/test_rebuild.py checks that a projection's writes do not change with
+    # what it says it does not read).
     reads_event: bool | frozenset[type[Event]] = True
     reads_metadata: bool = False
     # Whether an event's writes touch only rows of its own stream (a flag's events, its rows):

@@ -1,7 +1,7 @@
 """What each read-model row is part of, for the audit's states and diffs: the entity it
 belongs to (a flag, a user...), under which part of it, and which of its columns hold secrets
 (hashes of tokens, sessions and passwords), which no state file or diff ever shows. Every
-table of every projection is declared here (tests/test_audit_states.py)."""
+table of every projection is declared here (tests/audit/test_audit_states.py)."""
 
 from __future__ import annotations
 

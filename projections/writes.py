@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 
 class Table(NamedTuple):
     """A read-model table: its unqualified name and primary key columns; `keyed_only` when its
-    key is its one unique constraint (tests/test_projections.py checks it against the schema),
-    so that writes to different rows of it can run in either order (`execute`)."""
+    key is its one unique constraint (tests/eventlog/test_projections.py checks it against the
+    schema), so that writes to different rows of it can run in either order (`execute`)."""
 
     name: str
     key: tuple[str, ...]

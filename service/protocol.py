@@ -44,7 +44,7 @@ BACKLOG = 128
 # the event loop accepts every queued connection at once before any is admitted and an idle
 # one closed for it. Without that room a burst at the limit runs out of descriptors, and the
 # event loop resets the connection it cannot take (a client's request answered by a reset;
-# tests/test_faults.py checks that none is).
+# tests/processes/test_faults.py checks that none is).
 FD_RESERVE = 64 + BACKLOG
 _full = Throttled("connections_full")
 LINGER_SECONDS = 2.0

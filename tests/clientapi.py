@@ -5,20 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.conftest import ADMIN
+from tests.factories import ADMIN, api_token, flag, ok
 
 PROJECT = "/api/admin/projects/default"
+SPEC = {"Unleash-Client-Spec": "5.2.0"}  # the client specification the SDKs say they follow
+
+
+def auth(secret: str, **headers: str) -> dict[str, str]:
+    return {"Authorization": secret, **headers}
 
 
 def env_path(flag: str, environment: str = "development") -> str:
     return f"{PROJECT}/features/{flag}/environments/{environment}"
-
-
-async def ok(resp: Any, *statuses: int) -> Any:
-    assert resp.status in (statuses or (200, 201)), (resp.status, await resp.text())
-    if resp.status == 204 or not resp.content_type.endswith("json"):
-        return None
-    return await resp.json()
 
 
 async def token(
@@ -27,19 +25,11 @@ async def token(
     environment: str = "development",
     projects: list[str] | None = None,
 ) -> str:
-    body = {
-        "tokenName": f"{kind}-{environment}",
-        "type": kind,
-        "environment": environment,
-        "projects": projects or ["*"],
-    }
-    created = await ok(await client.post("/api/admin/api-tokens", json=body, headers=ADMIN))
-    return str(created["secret"])
-
-
-async def flag(client: Any, name: str, project: str = "default", **extra: Any) -> None:
-    body = {"name": name, **extra}
-    await ok(await client.post(f"/api/admin/projects/{project}/features", json=body, headers=ADMIN))
+    name = f"{kind}-{environment}"
+    made = await api_token(
+        client, kind, name=name, environment=environment, projects=projects or ["*"]
+    )
+    return str(made["secret"])
 
 
 async def strategy(

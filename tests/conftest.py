@@ -14,17 +14,17 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from service import auth, bootstrap, connections, embedded, protocol
+from service import auth, connections, embedded, protocol
 from service.app import create_app
 from service.appkeys import SETTINGS
 from service.auth import Principal
 from service.privacy import master
 from service.privacy.crypto import MasterKey
 from service.privacy.keys import Masters
-from service.settings import Settings
 from tests import conformance
-from tests.pg import PG15_BIN, Cluster, PgServer, start_pg15, tune_for_tests
-from tests.processes import Harness
+from tests.factories import seed_database, settings_for
+from tests.harness import Harness
+from tests.pg import PG15_BIN, Cluster, PgServer, Roles, start_pg15, tune_for_tests
 
 # Every test process and every service or command it starts seals personal data with this key
 # (the embedded-key tests unset it for their own processes).
@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     import asyncpg
     from aiohttp.web_runner import BaseRunner
 
-ADMIN_TOKEN = "*:*.test-admin-secret-0123456789abcdefghijklmnop"
+    from service.settings import Settings
+
 AiohttpClient = Callable[[web.Application | TestServer], Awaitable[TestClient[Any, Any]]]
 
 
@@ -71,6 +72,14 @@ def cluster() -> Iterator[Cluster]:
         yield cluster
     finally:
         cluster.destroy()
+
+
+@pytest.fixture
+async def roles() -> AsyncIterator[Roles]:
+    """Roles (logins) a test creates on its server, dropped at its end."""
+    made = Roles()
+    yield made
+    await made.drop()
 
 
 @pytest.fixture(scope="session")
@@ -119,17 +128,13 @@ async def any_conn(any_dsn: str) -> AsyncIterator[asyncpg.Connection]:
 
 @pytest.fixture
 def settings(dsn: str) -> Settings:
-    return Settings(database_url=dsn, init_admin_api_tokens=(ADMIN_TOKEN,))
+    return settings_for(dsn)
 
 
 @pytest.fixture
 async def app(settings: Settings, dsn: str) -> AsyncIterator[web.Application]:
     """The service; every answer it gives a test is checked against its OpenAPI document."""
-    connection = await connections.connect(dsn)
-    try:
-        await bootstrap.seed(connection, settings.init_admin_api_tokens)
-    finally:
-        await connection.close()
+    await seed_database(dsn, settings.init_admin_api_tokens)
     app = create_app(settings, dsn, resolver=resolve_with_test_principals)
     conformance.install(app)
     yield app
@@ -165,9 +170,6 @@ class ServiceTestServer(TestServer):
 @pytest.fixture
 async def client(app: web.Application, aiohttp_client: AiohttpClient) -> TestClient[Any, Any]:
     return await aiohttp_client(ServiceTestServer(app))
-
-
-ADMIN = {"Authorization": ADMIN_TOKEN}
 
 
 @pytest.fixture

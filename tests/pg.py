@@ -9,10 +9,10 @@ import os
 import pwd
 import queue
 import shutil
-import socket
 import subprocess
 import tempfile
 import threading
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
@@ -20,10 +20,13 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 import psutil
 
-from service import connections, migrations
+from service import connections, migrations, reporting
+from tests.harness import free_port
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from service.connections import Conn
 
 PG15_BIN = Path("/usr/lib/postgresql/15/bin")
 TEMPLATE = "flags_template"
@@ -38,9 +41,9 @@ class PgServer:
     """A running server with a migrated template database to clone per test.
 
     The clones are made ahead (one ready, the next in the making), in a thread of their own,
-    while the tests run: a CREATE DATABASE (a checkpoint and a copy of the template) took
-    0.14 s here, about a sixth of the suite's time when each test waited for its own. Every
-    database made is recorded until dropped, and `close()` drops those left (a test that was
+    while the tests run: a CREATE DATABASE (a checkpoint and a copy of the template) is a
+    large share of the suite's time when each test waits for its own. Every database made is
+    recorded until dropped, and `close()` drops those left (a test that was
     interrupted, or a clone made for a test that never took it)."""
 
     def __init__(
@@ -176,7 +179,7 @@ async def _create(
     (an interrupted CREATE DATABASE leaves nothing, or something for close() to drop)."""
     name = f"test_{os.getpid()}_{next(_counter)}"
     record(name)
-    # FILE_COPY (PostgreSQL 15+) clones a small template about 3x faster than WAL_LOG.
+    # FILE_COPY (PostgreSQL 15+) clones a small template faster than WAL_LOG.
     fast = " STRATEGY FILE_COPY" if conn.get_server_version().major >= 15 else ""
     clone = f" TEMPLATE {template}{fast}" if template else ""
     await conn.execute(f"CREATE DATABASE {name}{clone}")
@@ -250,7 +253,7 @@ class Cluster:
         self.base = Path(tempfile.mkdtemp(prefix="pgc-", dir="/tmp"))
         self.base.chmod(0o777)
         self.data = self.base / "data"
-        self.port = _free_port()
+        self.port = free_port()
         self.user = _pg_user()
         subprocess.run(
             [str(PG15_BIN / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust"],
@@ -267,6 +270,15 @@ class Cluster:
 
     def dsn(self, database: str) -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+
+    async def create_database(self, name: str = "flags") -> str:
+        """An empty database on this cluster; its DSN."""
+        admin = await asyncpg.connect(self.admin_dsn)
+        try:
+            await admin.execute(f'CREATE DATABASE "{name}"')
+        finally:
+            await admin.close()
+        return self.dsn(name)
 
     def _ctl(self, *args: str) -> None:
         subprocess.run(
@@ -304,8 +316,36 @@ class Cluster:
         shutil.rmtree(self.base, ignore_errors=True)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+class Roles:
+    """Roles a test creates, with unique names (roles belong to the cluster, which every test
+    shares), dropped at the test's end."""
+
+    def __init__(self) -> None:
+        self.created: list[tuple[str, str]] = []
+
+    def name(self, dsn: str, prefix: str = "rpt") -> str:
+        name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+        self.created.append((with_database(dsn, "postgres"), name))
+        return name
+
+    async def drop(self) -> None:
+        for admin_dsn, name in reversed(self.created):
+            admin = await asyncpg.connect(admin_dsn)
+            try:
+                await admin.execute(f'DROP ROLE IF EXISTS "{name}"')
+            finally:
+                await admin.close()
+
+
+async def new_login(
+    admin: Conn, dsn: str, roles: Roles, *, read_only: bool = True
+) -> tuple[str, asyncpg.Connection]:
+    """A reporting login made as `reporting-user` makes it, and a connection as that login.
+    Logins are read-only by default, which refuses every write before privileges are even
+    looked at: tests of what the grants refuse turn it off (read_only=False)."""
+    name, password = roles.name(dsn), reporting.new_password()
+    await reporting.create_login(admin, name, password)
+    login = await asyncpg.connect(reporting.connection_string(dsn, name, password))
+    if not read_only:
+        await login.execute("SET default_transaction_read_only = off")
+    return name, login

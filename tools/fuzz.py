@@ -8,10 +8,11 @@ a token, an API token), signs in as a Viewer and makes their personal access tok
 `schemathesis run` on /docs/openapi.json (every phase: examples, coverage, fuzzing, stateful)
 with the Viewer's token, then with the admin token. Every operation is fuzzed but the one
 schemathesis reads the document from (GET /docs/openapi.json) and the client API's stream of
-server-sent events (it never ends; tests/test_client_streaming*.py test it). Every check is on but
-those listed in EXCLUDED_CHECKS (and NARROWER_CHECKS: the statuses of one), each with its
-reason. The service is stopped (SIGTERM) and its directory removed whatever happens; exit 1
-when schemathesis found a failure or an error.
+server-sent events (it never ends; tests/client/test_client_streaming.py and
+tests/processes/test_client_streaming_load.py test it). Every check is on but those listed in
+EXCLUDED_CHECKS (and NARROWER_CHECKS: the statuses of one), each with its reason. The service
+is stopped (SIGTERM) and its directory removed whatever happens; exit 1 when schemathesis found
+a failure or an error.
 
 Each token's run leaves out the one operation that revokes that very token (the run would go on
 with 401 everywhere); a short run of that operation alone follows it.
@@ -332,7 +333,8 @@ def schemathesis(
         str(path),
         "--no-color",
         # A stream of server-sent events never ends: each example would wait for the timeout.
-        # tests/test_client_streaming*.py test it instead.
+        # tests/client/test_client_streaming.py and tests/processes/test_client_streaming_load.py
+        # test it instead.
         "--exclude-path",
         "/api/client/streaming",
         *(["--max-time", str(args.max_time)] if args.max_time and not filters else []),

@@ -27,7 +27,7 @@ class Personal(NamedTuple):
 
 class Declared(msgspec.Struct, frozen=True, kw_only=True):
     """A stored Struct declares each of its text fields (str, nested in lists or dicts too)
-    once: personal (`personal`) or not (`not_personal`). tests/test_privacy.py fails for a
+    once: personal (`personal`) or not (`not_personal`). tests/audit/test_privacy.py fails for a
     text field declared neither way, or both."""
 
     personal: ClassVar[Personal | None] = None

@@ -3,7 +3,7 @@ Unleash records the same thing, its event type names and `data` shapes) plus our
 (`position`, `stream`, `streamVersion`, `hash`, `storedType`). Built here and only here.
 
 `data` and `preData` never hold a secret: no token, session or password hash reaches them
-(`_SECRET_KEYS`; tests/test_event_log.py checks every event type).
+(`_SECRET_KEYS`; tests/audit/test_event_log.py checks every event type).
 """
 
 from __future__ import annotations

@@ -26,7 +26,6 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import structlog
@@ -37,6 +36,7 @@ from service.privacy import master
 from service.privacy.crypto import MasterKey
 from service.privacy.keys import Masters
 from tests.factories import TEST_ACTOR, noted
+from tests.pg import with_database
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -101,10 +101,6 @@ def percentile(sorted_values: list[float], fraction: float) -> float:
         return 0.0
     rank = min(max(1, math.ceil(fraction * len(sorted_values))), len(sorted_values))
     return sorted_values[rank - 1]
-
-
-def with_database(dsn: str, name: str) -> str:
-    return urlunsplit(urlsplit(dsn)._replace(path=f"/{name}"))
 
 
 async def writer(

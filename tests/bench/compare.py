@@ -1,4 +1,4 @@
-"""Ours beside the reference, one command for every operation (issue 18): `make bench-compare`.
+"""Ours beside the reference, one command for every operation: `make bench-compare`.
 
 Run with `make bench-compare` (or `.venv/bin/python -m tests.bench.compare` with the `bench`
 extra installed; wrk from Debian). Starts the reference (Unleash 6.10.1 from
@@ -30,11 +30,11 @@ the cell the users deleted are counted against the 200s, and the rest of the poo
 
 Every cell's wrk script counts every answer's status; a cell fails when any answer had
 another status than the operation's (200; create and clone: 201 from the reference, 200 from
-ours, as spec.md says), on socket errors or timeouts (wrk `--timeout 30s`), when a delete pool
-ran out, or when the users deleted are not the 200s (plus at most the requests still
-unanswered when wrk stopped). Peak RSS of each server process (Python, resp. Node) and the CPU
-its PostgreSQL used are sampled per cell. After the cells ours is stopped and `python -m
-service verify` must pass.
+ours, as docs/behavior.md, create a flag and clone a flag, says), on socket errors or timeouts
+(wrk `--timeout 30s`), when a delete pool ran out, or when the users deleted are not the 200s
+(plus at most the requests still unanswered when wrk stopped). Peak RSS of each server process
+(Python, resp. Node) and the CPU its PostgreSQL used are sampled per cell. After the cells ours
+is stopped and `python -m service verify` must pass.
 
 The machine is probed too (tests/bench/machine.py): a fixed CPU loop before and after the run,
 and all along one 8 KiB write and fdatasync every 0.1 s in /tmp, where both PostgreSQL servers
@@ -50,7 +50,7 @@ median), BENCH_ONLY=health,search-none runs only those operations, BENCH_OURS_ON
 (a quick loop while working on one operation; either leaves the docs alone).
 Prints the table; writes JSON to tests/bench/out/compare-<timestamp>.json and, for a run of
 every operation, the table and docs/bench-compare.png into docs/benchmarks.md between the
-bench-compare markers. Exit 1 when a cell or verify failed. About 10 minutes with defaults.
+bench-compare markers. Exit 1 when a cell or verify failed.
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ FLAGS = 2_000
 TOKENS = 50
 REFERENCE_PAT_LIMIT = 10  # its API refuses an eleventh personal access token
 # Delete requests a second a pool must last for (a cell of BENCH_SECONDS), with room to
-# spare: ours deletes 1,000-2,000 a second here, the reference a few hundred.
+# spare over the rate each side deletes at (docs/benchmarks.md).
 POOL_PER_SECOND = {"ours": 3_000, "reference": 800}
 POOL_SLACK = 1_000
 SENTINEL_ID = 2_000_000_000  # no one's: sent only by a script whose pool ran out
@@ -208,7 +208,8 @@ class Operation:
     path: str  # for "tokens": filled in per server
 
     def status(self, server: str) -> int:
-        """Ours answers 200 to a create and a clone, as spec.md says; the reference 201."""
+        """Ours answers 200 to a create and a clone (docs/behavior.md, create a flag and clone
+        a flag); the reference 201."""
         return 200 if server == "ours" else self.reference_status
 
 
@@ -320,8 +321,8 @@ def paused(sides: Sequence[Side]) -> Iterator[None]:
     """These sides' servers and PostgreSQL clusters stopped (SIGSTOP, every process of each)
     while another side's cell runs, and continued after (SIGCONT), whatever happens. Both stay
     up and keep their state, but neither's background work (timers, autovacuum, checkpoints)
-    runs in the other's cell: idle beside ours, the reference took 10-15% of ours' search
-    throughput at concurrency 16 and doubled its p99 (docs/benchmarks.md)."""
+    runs in the other's cell: idle beside ours, the reference takes a share of ours' search
+    throughput and raises its p99 (docs/benchmarks.md)."""
     processes: dict[int, psutil.Process] = {}
     for side in sides:
         for pid in (side.pid, postmaster(side.postmaster_pid_file)):
@@ -469,8 +470,8 @@ def seed_reference(base: str, dsn: str) -> tuple[str, str]:
 
 def reference_tokens(base: str, attempts: int = 5) -> list[str]:
     """The admin's own tokens on the reference, through a password sign-in. Now and then
-    (two runs in about ten, never by hand) the reference answered 401 to the first token
-    right after a sign-in that succeeded: the sign-in and the tokens are then tried again."""
+    (in some runs, never by hand) the reference answers 401 to the first token right after a
+    sign-in that succeeded: the sign-in and the tokens are then tried again."""
     for attempt in range(1, attempts + 1):
         try:
             return own_tokens(base, sign_in(base, "admin", "unleash4all"), REFERENCE_PAT_LIMIT)

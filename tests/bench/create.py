@@ -16,7 +16,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,6 +30,7 @@ import psutil
 
 from service.privacy import master
 from service.privacy.keys import Masters
+from tests.harness import free_port
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -68,12 +68,6 @@ class Row:
     non_2xx: int
     errors: int
     peak_rss_mb: float | None
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_ready(url: str, timeout: float = 60) -> None:

@@ -4,8 +4,8 @@ Run with `make bench` (or `.venv/bin/python -m tests.bench.events`). Our service
 process on a fresh embedded PostgreSQL; `tests.bench.biglog` appends BENCH_EVENTS_EVENTS events
 (default 1,000,000) to its log. With BENCH_REFERENCE=1 the reference server
 (../shared/reference/setup.sh --fresh) gets the same events in its own `events` table: each of
-ours copied with Unleash's type name, project, flag, environment, author and time (its API
-would take hours to make a million). Then every query kind below is asked
+ours copied with Unleash's type name, project, flag, environment, author and time (its API is
+far too slow to make a million). Then every query kind below is asked
 BENCH_EVENTS_REQUESTS times (default 200) after 20 warm-ups, one request after another, of
 `GET /api/admin/search/events`: p50, p99 and max in milliseconds, and the `total` answered.
 Query kinds with `{flag}` or `{position}` take a random flag or log position each time; the

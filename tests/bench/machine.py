@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from types import FrameType
 
-CPU_LOOP = 3 * 10**7  # sum(range(CPU_LOOP)): about 0.4 s on this project's machine
+CPU_LOOP = 3 * 10**7  # sum(range(CPU_LOOP)): long enough to time, short enough to repeat
 FLUSH_INTERVAL_S = 0.1  # one flush every 0.1 s: no load worth the name on the disk
 FLUSH_BYTES = 8192  # one PostgreSQL page
 STALL_MS = 20.0  # a flush slower than this is counted as a stall

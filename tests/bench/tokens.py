@@ -1,5 +1,5 @@
-"""Token listing throughput: a service account's 50 tokens (operation 4 of spec.md), ours and
-the reference, same load tool, same machine.
+"""Token listing throughput: a service account's 50 tokens (docs/behavior.md, list all tokens
+for a service account), ours and the reference, same load tool, same machine.
 
 Run with `make bench` (or `.venv/bin/python -m tests.bench.tokens`; wrk from Debian). Ours:
 GET /api/admin/service-account/:id/token for an account holding 50 tokens, authenticated by

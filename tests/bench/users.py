@@ -288,10 +288,10 @@ def warm(env: dict[str, str], base: str) -> float:
     pages than a server that has been answering other searches would.
 
     The cells measure a server that has been answering searches, not the first reads after an
-    import. On this machine that matters: its kernel pages out file cache that went unused for
-    a minute (DAMON's pageout scheme), so after importing 990,000 users the first cells read
-    from disk (p99 250-480 ms one request at a time; docs/benchmarks.md); PostgreSQL's shared
-    buffers are not paged out."""
+    import. On this project's machine that matters: its kernel pages out file cache that goes
+    unused for a minute (DAMON's pageout scheme), so after a large import the first cells
+    would read from disk (docs/benchmarks.md); PostgreSQL's shared buffers are not paged
+    out."""
     started = time.perf_counter()
     try:
         psql(env, "CREATE EXTENSION IF NOT EXISTS pg_prewarm")

@@ -11,7 +11,6 @@ import contextlib
 import json
 import os
 import subprocess
-import sys
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -174,8 +173,3 @@ def start_job(image_name: str, *args: str, env: dict[str, str]) -> subprocess.Po
 
 def unique_name(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-def report(figures: str) -> None:
-    """Measured figures, printed by `make image-test` / `make deploy-test` (pytest -s)."""
-    print(figures, file=sys.stderr)  # noqa: T201

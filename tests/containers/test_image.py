@@ -15,7 +15,6 @@ from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
-import asyncpg
 import pytest
 
 from tests.containers.podman import (
@@ -25,13 +24,12 @@ from tests.containers.podman import (
     image,
     inspect,
     podman,
-    report,
     run_once,
     secret_files,
     unique_name,
 )
+from tests.harness import free_port, report
 from tests.pg import Cluster
-from tests.processes import free_port
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator
@@ -71,18 +69,9 @@ def master_key(tmp_path_factory: pytest.TempPathFactory) -> MasterKey:
 def database() -> Iterator[str]:
     cluster = Cluster()
     try:
-        asyncio.run(create_database(cluster.admin_dsn, "flags"))
-        yield cluster.dsn("flags")
+        yield asyncio.run(cluster.create_database())
     finally:
         cluster.destroy()
-
-
-async def create_database(admin_dsn: str, name: str) -> None:
-    conn = await asyncpg.connect(admin_dsn)
-    try:
-        await conn.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await conn.close()
 
 
 @pytest.fixture

@@ -31,18 +31,10 @@ import asyncpg
 import pytest
 
 from service import migrations
-from tests.containers.podman import (
-    ROOT,
-    Container,
-    image,
-    report,
-    run_once,
-    start_job,
-    unique_name,
-)
-from tests.containers.test_image import create_database, master_key_file
+from tests.containers.podman import ROOT, Container, image, run_once, start_job, unique_name
+from tests.containers.test_image import master_key_file
+from tests.harness import free_port, report
 from tests.pg import Cluster
-from tests.processes import free_port
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -73,8 +65,7 @@ async def test_the_migration_job_started_three_times_at_once_applies_each_migrat
     cluster: Cluster,
 ) -> None:
     name = image()
-    await create_database(cluster.admin_dsn, "race")
-    env = {"DATABASE_URL": cluster.dsn("race")}
+    env = {"DATABASE_URL": await cluster.create_database("race")}
     jobs = [start_job(name, "migrate", env=env) for _ in range(3)]
     outputs = [job.communicate(timeout=120) for job in jobs]
     assert [job.returncode for job in jobs] == [0, 0, 0], outputs
@@ -246,8 +237,7 @@ async def test_a_rolling_update_under_load_fails_no_request_and_loses_no_write(
     cluster: Cluster, tmp_path: Path
 ) -> None:
     name = image()
-    await create_database(cluster.admin_dsn, "flags")
-    dsn = cluster.dsn("flags")
+    dsn = await cluster.create_database()
     job = run_once(name, "migrate", env={"DATABASE_URL": dsn})
     assert job.returncode == 0, job.stderr
     key = master_key_file(tmp_path / "secrets")  # the same in every replica

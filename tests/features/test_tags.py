@@ -1,0 +1,61 @@
+"""Tags on flags, through HTTP."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from projections.verify import verify
+from service.appkeys import POOL
+from tests.factories import ADMIN, FEATURES, create, error, event_count
+
+if TYPE_CHECKING:
+    from aiohttp import web
+    from aiohttp.test_utils import TestClient
+
+    Client = TestClient[Any, Any]
+
+TAGS = "/api/admin/features/f/tags"
+
+
+async def test_tag_lifecycle(client: Client, app: web.Application) -> None:
+    await create(client, {"name": "f"})
+    resp = await client.post(TAGS, json={"type": "simple", "value": "  team-a "}, headers=ADMIN)
+    assert resp.status == 201
+    assert await resp.json() == {"value": "team-a", "type": "simple"}
+    await client.post(TAGS, json={"value": "ab"}, headers=ADMIN)  # type defaults to simple
+    listed = await (await client.get(TAGS, headers=ADMIN)).json()
+    assert listed == {
+        "version": 1,
+        "tags": [{"value": "ab", "type": "simple"}, {"value": "team-a", "type": "simple"}],
+    }
+    feature = await (await client.get(f"{FEATURES}/f", headers=ADMIN)).json()
+    assert feature["tags"] == listed["tags"]
+    resp = await client.post(TAGS, json={"value": "team-a"}, headers=ADMIN)
+    await error(resp, 409, "ConflictError")
+    assert (await client.delete(f"{TAGS}/simple/team-a", headers=ADMIN)).status == 200
+    await error(await client.delete(f"{TAGS}/simple/team-a", headers=ADMIN), 404, "NotFoundError")
+    feature = await (await client.get(f"{FEATURES}/f", headers=ADMIN)).json()
+    assert feature["tags"] == [{"value": "ab", "type": "simple"}]
+    assert [await event_count(app, t) for t in ("FeatureTagged", "FeatureUntagged")] == [2, 1]
+    async with app[POOL].acquire() as conn:
+        assert (await verify(conn)).ok
+
+
+async def test_tags_are_validated(client: Client, app: web.Application) -> None:
+    await create(client, {"name": "f"})
+    before = await event_count(app)
+    for body, message in [
+        ({"value": "a"}, "Tag value must be 2 to 50 characters - at `$.value`"),
+        ({"value": "x" * 51}, "Tag value must be 2 to 50 characters"),
+        ({"value": "   a  "}, "Tag value must be 2 to 50 characters"),
+        ({"type": "colour", "value": "red"}, "Tag type colour does not exist - at `$.type`"),
+        ({}, "Object missing required field `value`"),
+    ]:
+        resp = await client.post(TAGS, json=body, headers=ADMIN)
+        assert (await error(resp, 400, "ValidationError")).startswith(message)
+    assert await event_count(app) == before
+    resp = await client.post("/api/admin/features/nope/tags", json={"value": "ok"}, headers=ADMIN)
+    await error(resp, 404, "NotFoundError")
+    await error(
+        await client.get("/api/admin/features/nope/tags", headers=ADMIN), 404, "NotFoundError"
+    )
