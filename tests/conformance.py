@@ -17,7 +17,7 @@ from service.appkeys import OPENAPI, ROUTE_TABLE
 from service.openapi import openapi_path
 
 if TYPE_CHECKING:
-    from service.http import Handler
+    from service.http.routes import Handler
 
 VIOLATIONS = web.AppKey("openapi_violations", list[str])
 

@@ -14,13 +14,14 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from service import auth, connections, embedded, protocol
+from eventlog import connections
+from eventlog.privacy import master
+from eventlog.privacy.crypto import MasterKey
+from eventlog.privacy.keys import Masters
+from service import auth, embedded, protocol
 from service.app import create_app
 from service.appkeys import SETTINGS
 from service.auth import Principal
-from service.privacy import master
-from service.privacy.crypto import MasterKey
-from service.privacy.keys import Masters
 from tests import conformance
 from tests.factories import seed_database, settings_for
 from tests.harness import Harness

@@ -12,15 +12,13 @@ import zlib
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from projections.inline import apply_inline
-from service import auth, bootstrap, connections, eventstore
-from service.api_tokens.events import ApiTokenCreated
-from service.appkeys import POOL
-from service.codec import RecordedEvent
-from service.events import Metadata
-from service.features.events import SegmentDeleted
-from service.settings import Settings
-from service.users.events import (
+import eventlog
+from eventlog import connections
+from eventlog.codec import RecordedEvent
+from eventlog.events.api_tokens import ApiTokenCreated
+from eventlog.events.base import Metadata
+from eventlog.events.features import SegmentDeleted
+from eventlog.events.users import (
     PersonalAccessTokenCreated,
     PersonalAccessTokensSeen,
     ServiceAccountCreated,
@@ -28,17 +26,33 @@ from service.users.events import (
     UserCreated,
     UserSignedIn,
 )
+from projections.inline import apply_inline
+from service import auth, bootstrap
+from service.appkeys import POOL
+from service.settings import Settings
+from service.work import AfterCommit, Committed, Work
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Collection
+
     from aiohttp import web
 
-    from service.codec import DomainEvent
-    from service.connections import Conn
+    from eventlog.codec import DomainEvent
+    from eventlog.connections import Conn
 
 # The admin token every test's service is seeded with (the settings fixture's), and its headers.
 ADMIN_TOKEN = "*:*.test-admin-secret-0123456789abcdefghijklmnop"
 ADMIN = {"Authorization": ADMIN_TOKEN}
 TEST_ACTOR = Metadata(actor_id="test", actor_name="test", actor_kind="system", source="test")
+
+
+def work(*hooks: Callable[[Committed], None], positions_of: Collection[str] = ()) -> Work:
+    """Units of work as the service's: with the inline projections, and these after-commit
+    hooks (which get the positions of appends to `positions_of`)."""
+    after = AfterCommit()
+    for hook in hooks:
+        after.add(hook, positions_of=positions_of)
+    return Work(apply_inline, after)
 
 
 def settings_for(dsn: str, **overrides: Any) -> Settings:
@@ -51,7 +65,7 @@ async def seed_database(dsn: str, tokens: tuple[str, ...] = (ADMIN_TOKEN,)) -> N
     """The defaults and the admin tokens, as the service seeds them when it starts."""
     conn = await connections.connect(dsn)
     try:
-        await bootstrap.seed(conn, tokens)
+        await bootstrap.seed(work(), conn, tokens)
     finally:
         await conn.close()
 
@@ -90,13 +104,13 @@ async def append(
     events: list[DomainEvent] | None = None,
     *,
     stream: tuple[str, str] | None = None,
-    expected: eventstore.Expected = "any",
+    expected: eventlog.Expected = "any",
     metadata: Metadata = TEST_ACTOR,
 ) -> list[RecordedEvent]:
     """Append in a transaction of its own, with the inline projections (and any expected
     stream version: the event store's own contract, below the write path's)."""
     async with conn.transaction():
-        return await eventstore.append(
+        return await eventlog.append(
             conn,
             stream or ("test", uuid.uuid4().hex),
             expected,
@@ -251,7 +265,7 @@ async def event_count(app: web.Application, event_type: str | None = None) -> in
 async def head(app: web.Application) -> int:
     """The log's head: the position of its last event."""
     async with app[POOL].acquire() as conn:
-        return await eventstore.head(conn)
+        return await eventlog.head(conn)
 
 
 # --- accounts: through the admin API, or appended as events -----------------------------------

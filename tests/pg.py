@@ -20,13 +20,14 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 import psutil
 
-from service import connections, migrations, reporting
+from eventlog import connections, migrations
+from service import reporting
 from tests.harness import free_port
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from service.connections import Conn
+    from eventlog.connections import Conn
 
 PG15_BIN = Path("/usr/lib/postgresql/15/bin")
 TEMPLATE = "flags_template"

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from eventlog.events.api_tokens import ApiTokenCreated, ApiTokenDeleted
 from service.api_tokens import domain
 from service.api_tokens.commands import CreateApiToken
-from service.api_tokens.events import ApiTokenCreated, ApiTokenDeleted
 from service.errors import NotFound, ValidationError
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)

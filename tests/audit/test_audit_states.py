@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from aiohttp import web
     from aiohttp.test_utils import TestClient
 
-    from service.connections import Conn
+    from eventlog.connections import Conn
 
     Client = TestClient[Any, Any]
 

@@ -17,17 +17,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service import codec, eventstore
-from service.api_tokens.events import ApiTokenCreated
-from service.app import create_app
-from service.appkeys import POOL
-from service.audit.history import Context, Tag
-from service.audit.responses import log_event
-from service.codec import EVENT_TYPES
-from service.eventstore import LogEntry
-from service.features.events import SegmentCreated, SegmentUpdated, StrategyData, Variant
-from service.users import importer
-from service.users.events import (
+import eventlog
+from eventlog import codec
+from eventlog.codec import EVENT_TYPES
+from eventlog.events.api_tokens import ApiTokenCreated
+from eventlog.events.features import SegmentCreated, SegmentUpdated, StrategyData, Variant
+from eventlog.events.users import (
     ImportedUser,
     PersonalAccessTokenCreated,
     ServiceAccountCreated,
@@ -35,6 +30,13 @@ from service.users.events import (
     UserCreated,
     UserDeleted,
 )
+from service.app import create_app
+from service.appkeys import POOL
+from service.audit import logsearch
+from service.audit.history import Context, Tag
+from service.audit.logsearch import LogEntry
+from service.audit.responses import log_event
+from service.users import importer
 from tests import factories
 from tests.eventlog.test_stored_events import METADATA, SAMPLED
 from tests.factories import (
@@ -51,6 +53,7 @@ from tests.factories import (
     session,
     settings_for,
     sign_in,
+    work,
 )
 from tests.strategies import for_type
 
@@ -58,8 +61,8 @@ if TYPE_CHECKING:
     from aiohttp import web
     from aiohttp.test_utils import TestClient
 
-    from service.connections import Conn
-    from service.events import Event
+    from eventlog.connections import Conn
+    from eventlog.events.base import Event
     from service.settings import Settings
     from tests.conftest import AiohttpClient
 
@@ -585,8 +588,8 @@ async def test_times_rise_with_positions(conn: Conn) -> None:
     head = await conn.fetchrow("SELECT position, recorded_at FROM log_head")
     assert head is not None
     assert (head["position"], head["recorded_at"]) == (rows[-1]["position"], times[-1])
-    assert await eventstore.last_at_or_before(conn, times[5]) == rows[5]["position"]
-    assert await eventstore.first_at_or_after(conn, times[5]) == rows[5]["position"]
+    assert await eventlog.last_at_or_before(conn, times[5]) == rows[5]["position"]
+    assert await eventlog.first_at_or_after(conn, times[5]) == rows[5]["position"]
 
 
 async def test_an_imported_person_s_first_change_shows_the_imported_record(
@@ -595,7 +598,7 @@ async def test_an_imported_person_s_first_change_shows_the_imported_record(
     """Their stream has no UserCreated: what they were comes from the import batch."""
     lines = [json.dumps({"email": f"p{n}@example.com", "name": f"P {n}"}) + "\n" for n in range(3)]
     async with app[POOL].acquire() as conn:
-        await importer.import_users(conn, lines, source="people.jsonl")
+        await importer.import_users(work(), conn, lines, source="people.jsonl")
         user_id = await conn.fetchval("SELECT id FROM users WHERE email = 'p1@example.com'")
     resp = await client.put(f"/api/admin/user-admin/{user_id}", json={"name": "Pia"}, headers=ADMIN)
     await ok(resp, 200)
@@ -690,7 +693,7 @@ async def test_many_values_fall_back_to_fewer_walks_and_too_many_are_refused(
     everything = (await search(client, "limit=1000"))["events"]
     kinds = sorted({e["type"] for e in everything})
     projects = ["default"] + [f"p{n}" for n in range(15)]
-    assert len(kinds) * len(projects) > eventstore.MAX_WALKS  # more walks than a pair may take
+    assert len(kinds) * len(projects) > logsearch.MAX_WALKS  # more walks than a pair may take
     query = f"type=IS_ANY_OF:{','.join(kinds)}&project=IS_ANY_OF:{','.join(projects)}"
     found = await search(client, f"{query}&limit=1000")
     expected = [e["id"] for e in everything if e["project"] == "default"]

@@ -20,17 +20,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
+from eventlog import checks, codec, connections, mapper
+from eventlog.errors import ConfigError
+from eventlog.events.base import Declared, Event, Metadata
+from eventlog.privacy import fields, keys, master, seal
+from eventlog.privacy.crypto import PLACEHOLDER, MasterKey
 from projections.follower import catch_up_once
 from projections.registry import ASYNC
 from projections.replay import replay
 from projections.verify import verify
-from service import cli, codec, connections, eventstore
+from service import cli
 from service.app import create_app
 from service.appkeys import POOL
-from service.errors import ConfigError
-from service.events import Declared, Event, Metadata
-from service.privacy import admin, erasure, fields, keys, master, seal
-from service.privacy.crypto import PLACEHOLDER, MasterKey
+from service.privacy import admin, erasure
 from service.settings import Settings
 from tests.conftest import (
     TEST_MASTER_KEY,
@@ -51,6 +53,7 @@ from tests.factories import (
     seed_database,
     settings_for,
     sign_in,
+    work,
 )
 from tests.harness import run_cli
 from tests.strategies import for_type
@@ -61,7 +64,7 @@ if TYPE_CHECKING:
     from aiohttp import web
     from aiohttp.test_utils import TestClient
 
-    from service.connections import Conn
+    from eventlog.connections import Conn
 
     Client = TestClient[Any, Any]
 
@@ -388,11 +391,11 @@ async def test_with_a_delay_the_key_lives_until_due_then_one_replica_erases_it_o
                 "SELECT erase_after FROM personal_keys WHERE person_id = $1", user_id
             )
             assert 29 < (due - datetime.now(UTC)).total_seconds() / 86400 <= 30
-            assert [await erasure.erase_due(pool) for pool in pools] == [0, 0, 0]
+            assert [await erasure.erase_due(pool, work()) for pool in pools] == [0, 0, 0]
             assert ALICE["email"] in json.dumps(await _events(client))  # still readable
             await conn.execute("UPDATE personal_keys SET erase_after = now() - interval '1 second'")
             # Three replicas at once: one erases, the others find nothing due.
-            done = await asyncio.gather(*(erasure.erase_due(pool) for pool in pools))
+            done = await asyncio.gather(*(erasure.erase_due(pool, work()) for pool in pools))
             assert sorted(done) == [0, 0, 1]
             rows = await conn.fetch("SELECT data FROM events WHERE type = 'PersonalDataErased'")
             assert [json.loads(r["data"])["reason"] for r in rows] == ["delay-ended"]
@@ -426,7 +429,7 @@ async def test_verify_holds_while_the_async_projection_has_not_yet_seen_an_erasu
                 "activity_daily",
             )
             await conn.execute("UPDATE personal_keys SET erase_after = now() - interval '1 second'")
-            assert await erasure.erase_due(app[POOL]) == 1
+            assert await erasure.erase_due(app[POOL], work()) == 1
             behind = await conn.fetchval(
                 "SELECT (SELECT max(position) FROM events) - position FROM projection_checkpoints "
                 "WHERE name = 'activity_daily'"
@@ -455,15 +458,15 @@ async def test_erase_user_by_hand_refuses_an_account_then_erases_and_reports(
     user_id = await _alice_acts(client)
     async with app[POOL].acquire() as conn:
         with pytest.raises(admin.StillThere, match="delete it first"):
-            await admin.erase_user(conn, user_id)
+            await admin.erase_user(work(), conn, user_id)
         assert (await client.delete(f"{USERS}/{user_id}", headers=ADMIN)).status == 200
-        lines = await admin.erase_user(conn, user_id)  # not waiting the 30 days
+        lines = await admin.erase_user(work(), conn, user_id)  # not waiting the 30 days
         assert lines[0].startswith(f"person {user_id}: data key destroyed (made ")
         assert "events held their data sealed with it" in lines[0]
         sealed = int(lines[0].split("; ")[1].split(" ")[0])
         assert sealed >= 5  # created, signed in, a flag, renamed, deleted
         assert lines[1] == f"recorded PersonalDataErased (reason by-hand) for person {user_id}"
-        again = await admin.erase_user(conn, user_id)
+        again = await admin.erase_user(work(), conn, user_id)
         assert again[0].startswith(f"person {user_id} was erased already, at ")
         assert (
             await conn.fetchval("SELECT count(*) FROM events WHERE type = 'PersonalDataErased'")
@@ -471,7 +474,7 @@ async def test_erase_user_by_hand_refuses_an_account_then_erases_and_reports(
         )
         # The scheduled erasure finds nothing left to do.
         await conn.execute("UPDATE personal_keys SET erase_after = now() - interval '1 day'")
-        assert await erasure.erase_due(app[POOL]) == 0
+        assert await erasure.erase_due(app[POOL], work()) == 0
 
 
 # --- nothing left in a dump, the export or the files --------------------------------------------
@@ -483,7 +486,7 @@ async def test_after_erasure_no_dump_export_or_table_file_holds_the_person(
     user_id = await _alice_acts(client)
     async with app[POOL].acquire() as conn:
         assert (await client.delete(f"{USERS}/{user_id}", headers=ADMIN)).status == 200
-        await admin.erase_user(conn, user_id)
+        await admin.erase_user(work(), conn, user_id)
         # A control: the same search finds a person who was not erased.
         await create_user(client, {"name": "Bystander Zygmunt-Q", "email": "zq@keep.example"})
         await _followed(app, conn)
@@ -562,7 +565,7 @@ async def _written_before_encryption(
     metadata: Metadata,
     erased: Collection[int] = (),
 ) -> tuple[list[str], str]:
-    """What `eventstore.append` stored before version 0.2: every value as it is."""
+    """What `eventlog.append` stored before version 0.2: every value as it is."""
     return [codec.encode(e).decode() for e in events], codec.encode(metadata).decode()
 
 
@@ -573,7 +576,7 @@ async def test_plain_events_from_before_encryption_still_verify_and_new_ones_are
     verifying and reading; what is written from the upgrade on is sealed; erasure destroys
     the key of what was sealed, and `erase-user` says what no key protects."""
     with monkeypatch.context() as before:
-        before.setattr(eventstore, "_stored", _written_before_encryption)
+        before.setattr(mapper, "stored", _written_before_encryption)
         user_id = await _alice_acts(client)
     async with app[POOL].acquire() as conn:
         stored = await _stored_texts(conn)
@@ -593,11 +596,11 @@ async def test_plain_events_from_before_encryption_still_verify_and_new_ones_are
         assert created["data"]["email"] == ALICE["email"]  # plain: no key ever protected it
         updated = next(e for e in events if e["storedType"] == "UserUpdated")
         assert updated["data"]["name"] == PLACEHOLDER  # sealed, and the key is gone
-        found = await eventstore.personal_data_of(conn, user_id)
+        found = await checks.personal_data_of(conn, user_id)
         assert found.plain == 4  # created, signed in, made a flag, renamed (0.1) ...
         assert found.sealed == 1  # ... renamed (0.2); the deletion, erasing at once, wrote
         # its record of her as the placeholder: her key was destroyed before it was appended
-        lines = await admin.erase_user(conn, user_id)
+        lines = await admin.erase_user(work(), conn, user_id)
         assert lines[0].startswith(f"person {user_id} was erased already, at ")
         assert lines[1].startswith(f"warning: {found.plain} events written before encryption")
         await _verified_and_replayed(conn)
@@ -615,9 +618,9 @@ async def test_erase_user_refuses_ids_of_no_deleted_person(
     async with app[POOL].acquire() as conn:
         future = int(await conn.fetchval("SELECT last_value + 1 FROM user_ids"))
         with pytest.raises(admin.NoSuchPerson, match="ever had personal data here"):
-            await admin.erase_user(conn, future)
+            await admin.erase_user(work(), conn, future)
         with pytest.raises(admin.NoSuchPerson, match="is a service account"):
-            await admin.erase_user(conn, (await machine.json())["id"])
+            await admin.erase_user(work(), conn, (await machine.json())["id"])
         assert await conn.fetchval("SELECT count(*) FROM personal_keys") == 0
         assert (
             await conn.fetchval("SELECT count(*) FROM events WHERE type = 'PersonalDataErased'")

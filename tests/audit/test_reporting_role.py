@@ -16,16 +16,17 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 import asyncpg
 import pytest
 
+from eventlog import connections, migrations
+from eventlog.events.features import FeatureCreated
 from projections.replay import replay
 from projections.verify import verify
-from service import bootstrap, connections, migrations, reporting
-from service.features.events import FeatureCreated
+from service import bootstrap, reporting
 from tests import factories
-from tests.factories import ADMIN_TOKEN
+from tests.factories import ADMIN_TOKEN, work
 from tests.pg import Roles, new_login, with_database
 
 if TYPE_CHECKING:
-    from service.connections import Conn
+    from eventlog.connections import Conn
     from tests.harness import Harness
     from tests.pg import Cluster, PgServer
 
@@ -92,7 +93,7 @@ UPDATABLE = {"UPDATE": 4, "INSERT": 8, "DELETE": 16}
 
 async def seed(conn: Conn) -> None:
     """Rows for most views: the defaults and an admin token, a flag, accounts with tokens."""
-    await bootstrap.seed(conn, (ADMIN_TOKEN,))
+    await bootstrap.seed(work(), conn, (ADMIN_TOKEN,))
     flag = FeatureCreated(
         name="checkout",
         project="default",

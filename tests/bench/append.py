@@ -30,18 +30,19 @@ from typing import TYPE_CHECKING, Any
 import asyncpg
 import structlog
 
+from eventlog import connections, migrations
+from eventlog.privacy import master
+from eventlog.privacy.crypto import MasterKey
+from eventlog.privacy.keys import Masters
 from projections import verify as verification
-from service import connections, embedded, migrations, store
-from service.privacy import master
-from service.privacy.crypto import MasterKey
-from service.privacy.keys import Masters
-from tests.factories import TEST_ACTOR, noted
+from service import embedded
+from tests.factories import TEST_ACTOR, noted, work
 from tests.pg import with_database
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from service.codec import DomainEvent
+    from eventlog.codec import DomainEvent
 
 OUT = Path(__file__).resolve().parent / "out" / "append.json"
 STREAM_TYPE = "bench"
@@ -107,6 +108,7 @@ async def writer(
     conn: asyncpg.Connection, scenario: Scenario, window: Window, counter: list[int]
 ) -> None:
     """Append fresh streams back to back until the window ends; record in-window latencies."""
+    units = work()
     while True:
         begin = time.perf_counter()
         if begin >= window.end:
@@ -115,9 +117,9 @@ async def writer(
         counter[0] += scenario.events_per_tx
         events: list[DomainEvent] = [noted(first + i) for i in range(scenario.events_per_tx)]
         # As the service appends: the global section sent with the COMMIT, in one message
-        # (store.transaction). No read model handles these events.
-        async with store.transaction(conn):
-            await store.append(conn, (STREAM_TYPE, uuid.uuid4().hex), events, TEST_ACTOR, new=True)
+        # (a unit of work). No read model handles these events.
+        async with units.begin(conn) as uow:
+            await uow.append((STREAM_TYPE, uuid.uuid4().hex), events, TEST_ACTOR, new=True)
         done = time.perf_counter()
         if window.start <= done < window.end:
             window.latencies.append(done - begin)
@@ -245,7 +247,8 @@ def render(report: dict[str, Any]) -> str:
     )
     workload = (
         f"{WARMUP_SECONDS:g} s warm-up, then {report['seconds']:g} s measured per row; one "
-        "transaction = store.append of Noted events to a fresh stream (expected no-stream)"
+        "transaction = a unit of work's append of Noted events to a fresh stream "
+        "(expected no-stream)"
     )
     lines = [
         f"## Event store append ({report['started_at']})",

@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from service import eventstore
-from service.api_tokens.events import ApiTokenCreated, ApiTokenDeleted
-from service.events import Metadata
-from service.features.events import (
+import eventlog
+from eventlog.events.api_tokens import ApiTokenCreated, ApiTokenDeleted
+from eventlog.events.base import Metadata
+from eventlog.events.features import (
     ClonedEnvironment,
     ClonedTag,
     Constraint,
@@ -46,8 +46,8 @@ from service.features.events import (
     StrategyUpdated,
     Variant,
 )
-from service.projects.events import EnvironmentCreated, ProjectCreated
-from service.users.events import (
+from eventlog.events.projects import EnvironmentCreated, ProjectCreated
+from eventlog.events.users import (
     PasswordChanged,
     PersonalAccessTokenCreated,
     PersonalAccessTokensSeen,
@@ -63,8 +63,8 @@ from service.users.events import (
 )
 
 if TYPE_CHECKING:
-    from service.codec import DomainEvent
-    from service.connections import Conn
+    from eventlog.codec import DomainEvent
+    from eventlog.connections import Conn
 
 ENVIRONMENTS = ("development", "production")
 FLAGS_PER_PROJECT = 2_000
@@ -412,7 +412,7 @@ def _occasional(log: _Log) -> None:
 async def _flush(conn: Conn, log: _Log) -> None:
     async with conn.transaction():
         for stream, events, actor in log.batch:
-            await eventstore.append(conn, stream, eventstore.ANY, events, actor)
+            await eventlog.append(conn, stream, eventlog.ANY, events, actor)
     log.written += log.pending
     log.batch.clear()
     log.pending = 0
@@ -421,7 +421,7 @@ async def _flush(conn: Conn, log: _Log) -> None:
 async def generate(conn: Conn, total: int, *, seed: int = 1) -> int:
     """Append about `total` events (a few more, never fewer); returns how many were appended."""
     log = _Log(rng=random.Random(seed), now=datetime(2026, 1, 1, tzinfo=UTC))
-    if await eventstore.head(conn) == 0:
+    if await eventlog.head(conn) == 0:
         for order, environment in enumerate(ENVIRONMENTS, start=1):
             log.add(
                 ("environment", environment),

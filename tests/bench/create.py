@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING
 
 import psutil
 
-from service.privacy import master
-from service.privacy.keys import Masters
+from eventlog.privacy import master
+from eventlog.privacy.keys import Masters
 from tests.harness import free_port
 
 if TYPE_CHECKING:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
-from service import connections
+from eventlog import connections
 from tests.bench.append import percentile
 from tests.bench.biglog import generate
 from tests.bench.create import REFERENCE_TOKEN, TOKEN, dsn_of, serving_ours, serving_reference

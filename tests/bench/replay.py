@@ -30,7 +30,7 @@ from typing import Any
 
 import aiohttp
 
-from service import connections
+from eventlog import connections
 from tests.bench.append import percentile
 from tests.bench.biglog import generate
 from tests.bench.create import ROOT, TOKEN, dsn_of, serving_ours

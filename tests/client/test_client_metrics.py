@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service import connections
+from eventlog import connections
+from eventlog.events.features import FeatureCreated
 from service.appkeys import POOL
-from service.features.events import FeatureCreated
 from service.telemetry import retention
 from service.telemetry.commands import MAX_COUNT, MAX_TOGGLES
 from tests import factories

@@ -14,9 +14,9 @@ import msgspec
 import pytest
 from yggdrasil_engine.engine import UnleashEngine
 
+from eventlog.errors import ConfigError
 from service.app import create_app
 from service.client.responses import Constraint, Strategy
-from service.errors import ConfigError
 from service.frontend.context import Context
 from service.frontend.engine import Reads
 from service.settings import Settings, load_settings

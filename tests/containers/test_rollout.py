@@ -30,7 +30,7 @@ import aiohttp
 import asyncpg
 import pytest
 
-from service import migrations
+from eventlog import migrations
 from tests.containers.podman import ROOT, Container, image, run_once, start_job, unique_name
 from tests.containers.test_image import master_key_file
 from tests.harness import free_port, report

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import asyncpg
 import pytest
 
-from service import connections
+from eventlog import connections
 from service.batches import Batcher
 
 if TYPE_CHECKING:

@@ -13,16 +13,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import eventlog
+from eventlog import Reading, WrongExpectedVersion, appends, connections
+from eventlog.codec import UNREAD_EVENT, decode_metadata, encode_stored
+from eventlog.events.users import UserCreated
 from projections import activity
 from projections.rebuild import reading_of
-from service import connections, eventstore, store
-from service.codec import UNREAD_EVENT, decode_metadata, encode_stored
-from service.eventstore import Reading, WrongExpectedVersion
-from service.users.events import UserCreated
-from tests.factories import TEST_ACTOR, account, append, noted
+from tests.factories import TEST_ACTOR, account, append, noted, work
 
 if TYPE_CHECKING:
-    from service.connections import Conn
+    from eventlog.connections import Conn
+    from service.work import Appended, Committed
 
 pytestmark = pytest.mark.usefixtures("any_dsn")
 
@@ -38,10 +39,10 @@ async def test_append_numbers_positions_and_stream_versions(any_conn: Conn) -> N
         (3, "b", 1),
         (4, "a", 3),
     ]
-    stored = await eventstore.read_stream(any_conn, ("test", "a"))
+    stored = await eventlog.read_stream(any_conn, ("test", "a"))
     assert [r.event for r in stored] == [noted(1), noted(2), noted(4)]
     assert stored[0].metadata == TEST_ACTOR
-    assert await eventstore.stream_version(any_conn, ("test", "a")) == 3
+    assert await eventlog.stream_version(any_conn, ("test", "a")) == 3
 
 
 async def test_metadata_is_stored_with_actor_and_request_id(any_conn: Conn) -> None:
@@ -66,7 +67,7 @@ async def test_exact_version_conflicts_when_the_stream_moved(any_conn: Conn) -> 
         await append(any_conn, stream=("test", "x"), expected=1)
     with pytest.raises(WrongExpectedVersion):
         await append(any_conn, stream=("test", "missing"), expected=1)
-    assert await eventstore.stream_version(any_conn, ("test", "x")) == 2
+    assert await eventlog.stream_version(any_conn, ("test", "x")) == 2
 
 
 async def test_twenty_concurrent_appends_with_one_expected_version(any_dsn: str) -> None:
@@ -88,7 +89,7 @@ async def test_twenty_concurrent_appends_with_one_expected_version(any_dsn: str)
         async with pool.acquire() as conn:
             assert results.count(True) == 1
             assert await conn.fetchval("SELECT count(*) FROM events") == 2
-            assert await eventstore.stream_version(conn, ("test", "race")) == 2
+            assert await eventlog.stream_version(conn, ("test", "race")) == 2
     finally:
         await pool.close()
 
@@ -140,29 +141,29 @@ async def test_a_rollback_leaves_no_hole(any_conn: Conn) -> None:
     await append(any_conn, [noted(1)])
     tx = any_conn.transaction()
     await tx.start()
-    await eventstore.append(any_conn, ("test", "doomed"), "no-stream", [noted(2)], TEST_ACTOR)
+    await eventlog.append(any_conn, ("test", "doomed"), "no-stream", [noted(2)], TEST_ACTOR)
     await tx.rollback()
     await append(any_conn, [noted(3)])
     positions = await any_conn.fetch("SELECT position FROM events ORDER BY position")
     assert [r["position"] for r in positions] == [1, 2]
-    assert await eventstore.stream_version(any_conn, ("test", "doomed")) is None
+    assert await eventlog.stream_version(any_conn, ("test", "doomed")) is None
 
 
 async def test_event_id_makes_an_append_idempotent(any_conn: Conn) -> None:
     ids = [uuid.uuid4(), uuid.uuid4()]
     async with any_conn.transaction():
-        first = await eventstore.append(
+        first = await eventlog.append(
             any_conn, ("test", "i"), "no-stream", [noted(1), noted(2)], TEST_ACTOR, event_ids=ids
         )
     async with any_conn.transaction():
-        again = await eventstore.append(
+        again = await eventlog.append(
             any_conn, ("test", "i"), "no-stream", [noted(1), noted(2)], TEST_ACTOR, event_ids=ids
         )
     assert [r.position for r in again] == [r.position for r in first] == [1, 2]
     assert await any_conn.fetchval("SELECT count(*) FROM events") == 2
-    with pytest.raises(eventstore.PartialDuplicate):
+    with pytest.raises(eventlog.PartialDuplicate):
         async with any_conn.transaction():
-            await eventstore.append(
+            await eventlog.append(
                 any_conn,
                 ("test", "i"),
                 2,
@@ -208,7 +209,7 @@ async def test_hashes_chain_from_a_zero_genesis(any_conn: Conn) -> None:
 async def test_read_all_pages_through_the_whole_log(any_conn: Conn) -> None:
     for i in range(7):
         await append(any_conn, [noted(i)])
-    batches = [b async for b in eventstore.read_all(any_conn, after=2, batch=2)]
+    batches = [b async for b in eventlog.read_all(any_conn, after=2, batch=2)]
     assert [[r.position for r in b] for b in batches] == [[3, 4], [5, 6], [7]]
     assert batches[0][0].event == noted(2)
 
@@ -221,15 +222,15 @@ async def test_read_next_reads_a_batch_as_the_reading_says(any_conn: Conn) -> No
     await append(any_conn, [noted(1), noted(2)], metadata=ann)
     person = await account(any_conn, username="bea")  # her name and e-mail sealed in the data
     await append(any_conn, [noted(3)])
-    whole = [r async for b in eventstore.read_all(any_conn) for r in b]
+    whole = [r async for b in eventlog.read_all(any_conn) for r in b]
     assert len(whole) == 5
-    assert await eventstore.read_next(any_conn, 0, Reading(), batch=5) == (whole, 5)
-    assert await eventstore.read_next(any_conn, 1, Reading(), batch=2) == (whole[1:3], 3)
-    assert await eventstore.read_next(any_conn, 5, Reading()) == ([], 5)
+    assert await eventlog.read_next(any_conn, 0, Reading(), batch=5) == (whole, 5)
+    assert await eventlog.read_next(any_conn, 1, Reading(), batch=2) == (whole[1:3], 3)
+    assert await eventlog.read_next(any_conn, 5, Reading()) == ([], 5)
     # What the activity projection reads: every event's metadata, no event but erasures.
     reading = reading_of((activity.PROJECTION,))
     assert (reading.metadata, reading.event_types) == (True, ("PersonalDataErased",))
-    read, upto = await eventstore.read_next(any_conn, 0, reading, batch=10)
+    read, upto = await eventlog.read_next(any_conn, 0, reading, batch=10)
     assert ([r.position for r in read], upto) == ([1, 2, 3, 4, 5], 5)
     assert [r.metadata.actor_name for r in read] == ["Ann", "Ann", "test", "test", "test"]
     assert {r.event for r in read} == {UNREAD_EVENT}
@@ -238,12 +239,12 @@ async def test_read_next_reads_a_batch_as_the_reading_says(any_conn: Conn) -> No
     ]
     # Only some types: the user's creation alone, decoded, her name opened; read up to the
     # head, past the events of other types after it.
-    (created,), upto = await eventstore.read_next(any_conn, 0, Reading(types=("UserCreated",)))
+    (created,), upto = await eventlog.read_next(any_conn, 0, Reading(types=("UserCreated",)))
     assert isinstance(created.event, UserCreated)
     assert (created.position, created.event.user_id, created.event.name) == (3, person.id, "bea")
     assert upto == 5
-    assert await eventstore.read_next(any_conn, 3, Reading(types=("UserCreated",))) == ([], 5)
-    full = await eventstore.read_next(any_conn, 0, Reading(types=("UserCreated",)), batch=1)
+    assert await eventlog.read_next(any_conn, 3, Reading(types=("UserCreated",))) == ([], 5)
+    full = await eventlog.read_next(any_conn, 0, Reading(types=("UserCreated",)), batch=1)
     assert (len(full.records), full.upto) == (1, 3)  # a full batch: up to its last event
 
 
@@ -267,11 +268,11 @@ async def test_a_concurrent_duplicate_append_is_a_conflict_then_a_no_op(any_dsn:
     try:
         tx = first.transaction()
         await tx.start()
-        await eventstore.append(first, ("test", "d"), "any", [noted(1)], TEST_ACTOR, event_ids=ids)
+        await eventlog.append(first, ("test", "d"), "any", [noted(1)], TEST_ACTOR, event_ids=ids)
 
         async def again() -> list[int | None]:
             async with second.transaction():
-                records = await eventstore.append(
+                records = await eventlog.append(
                     second, ("test", "d"), "any", [noted(1)], TEST_ACTOR, event_ids=ids
                 )
             return [r.position for r in records]
@@ -279,7 +280,7 @@ async def test_a_concurrent_duplicate_append_is_a_conflict_then_a_no_op(any_dsn:
         racing = asyncio.create_task(again())
         await waits_for_a_lock(first, second.get_server_pid())
         await tx.commit()
-        with pytest.raises(eventstore.PartialDuplicate):
+        with pytest.raises(eventlog.PartialDuplicate):
             await racing
         assert await again() == [1]  # the retry finds the stored event
         assert await first.fetchval("SELECT count(*) FROM events") == 1
@@ -298,25 +299,30 @@ async def test_a_literal_holds_exactly_its_text(any_conn: Conn, text: str) -> No
     """What the global section sends as literals (the arguments of eventstore_append, in one
     message with the COMMIT) reads back as the very text: quotes, backslashes and all. (An
     escape string: its meaning does not hang on standard_conforming_strings.)"""
-    assert eventstore.literal(text).startswith("E'")
-    assert await any_conn.fetchval(f"SELECT {eventstore.literal(text)}") == text
+    assert eventlog.literal(text).startswith("E'")
+    assert await any_conn.fetchval(f"SELECT {eventlog.literal(text)}") == text
 
 
 def test_a_literal_refuses_nul() -> None:
     with pytest.raises(ValueError, match="NUL"):
-        eventstore.literal("a\x00b")
+        eventlog.literal("a\x00b")
 
 
 async def test_a_transaction_commits_its_appends_with_the_commit_and_reports_positions(
     any_conn: Conn,
 ) -> None:
-    """store.transaction leaves the global sections for its COMMIT: inside, the events are not
+    """A unit of work leaves the global sections for its COMMIT: inside, the events are not
     in the log yet (the read models are written); after, they are, and the positions reported
-    are theirs. A failed transaction appends nothing."""
-    reported: list[store.Appended] = []
-    async with store.transaction(any_conn, reported.extend):
-        await store.append(any_conn, ("test", "a"), [noted(1), noted(2)], TEST_ACTOR, new=True)
-        await store.append(any_conn, ("test", "b"), [noted(3)], TEST_ACTOR, new=True)
+    are theirs. A failed unit appends nothing and runs no after-commit hook."""
+    reported: list[Appended] = []
+
+    def report(committed: Committed) -> None:
+        reported.extend(committed.appends)
+
+    units = work(report, positions_of={"test"})
+    async with units.begin(any_conn) as uow:
+        await uow.append(("test", "a"), [noted(1), noted(2)], TEST_ACTOR, new=True)
+        await uow.append(("test", "b"), [noted(3)], TEST_ACTOR, new=True)
         assert await any_conn.fetchval("SELECT count(*) FROM events") == 0
     positions = [r["position"] for r in await any_conn.fetch("SELECT position FROM events")]
     assert positions == [1, 2, 3]
@@ -327,8 +333,8 @@ async def test_a_transaction_commits_its_appends_with_the_commit_and_reports_pos
     ]
 
     async def fails() -> None:
-        async with store.transaction(any_conn, reported.extend):
-            await store.append(any_conn, ("test", "c"), [noted(4)], TEST_ACTOR, new=True)
+        async with units.begin(any_conn) as uow:
+            await uow.append(("test", "c"), [noted(4)], TEST_ACTOR, new=True)
             raise RuntimeError
 
     with pytest.raises(RuntimeError):
@@ -378,7 +384,7 @@ async def test_one_call_writes_what_the_calls_one_after_another_wrote(
         actor_id="user:7", actor_name="Ann", actor_kind="user", request_id="req-7"
     )
     pending = [
-        eventstore.Pending(
+        eventlog.Pending(
             (stream_type, uuid.uuid4().hex),
             first,
             [uuid.uuid4() for _ in notes],
@@ -398,7 +404,7 @@ async def test_one_call_writes_what_the_calls_one_after_another_wrote(
         await one_by_one.start()
         for p in pending:
             await any_conn.fetch(
-                eventstore.APPEND,
+                appends.APPEND,
                 *p.stream,
                 p.first_version,
                 list(p.event_ids),
@@ -410,7 +416,7 @@ async def test_one_call_writes_what_the_calls_one_after_another_wrote(
             )
         before = await any_conn.fetch(_ROW, head["position"])
         await one_by_one.rollback()
-        await any_conn.execute(eventstore.append_streams_call(pending))  # what commit sends
+        await any_conn.execute(eventlog.append_streams_call(pending))  # what commit sends
         after = await any_conn.fetch(_ROW, head["position"])
         moved = await any_conn.fetchrow("SELECT position, hash, recorded_at FROM log_head")
 
@@ -445,7 +451,7 @@ async def test_one_call_never_takes_a_time_before_the_heads(any_conn: Conn) -> N
     """A head whose time is ahead of the clock (a replica whose clock ran fast): the events of
     every stream take the head's time rather than go back."""
     pending = [
-        eventstore.Pending(
+        eventlog.Pending(
             ("test", key),
             1,
             [uuid.uuid4()],
@@ -461,7 +467,7 @@ async def test_one_call_never_takes_a_time_before_the_heads(any_conn: Conn) -> N
             "UPDATE log_head SET recorded_at = clock_timestamp() + interval '1 hour' "
             "RETURNING recorded_at"
         )
-        await any_conn.execute(eventstore.append_streams_call(pending))
+        await any_conn.execute(eventlog.append_streams_call(pending))
         times = [r["recorded_at"] for r in await any_conn.fetch(_ROW, 0)]
         head = await any_conn.fetchval("SELECT recorded_at FROM log_head")
     assert times == [ahead] * 3

@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING
 import asyncpg
 import pytest
 
-from service import connections, eventstore, migrations
+from eventlog import checks, connections, migrations
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-    from service.connections import Conn
+    from eventlog.connections import Conn
     from tests.pg import PgServer
 
 
@@ -156,7 +156,7 @@ async def test_a_log_written_before_0012_gets_its_search_columns_and_keeps_verif
         assert [r["kind"] for r in rows] == ["feature-stale-on", "feature-stale-off"]
         assert rows[1]["recorded_at"] == later  # given in the global section, never behind
         async with conn.transaction():  # the chain covers the time the head gave
-            links = [link async for link in eventstore.chain(conn)]
+            links = [link async for link in checks.chain(conn)]
         previous = bytes(32)
         for link in links:
             assert link.prev_hash == previous

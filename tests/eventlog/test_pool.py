@@ -15,7 +15,7 @@ import asyncpg
 import psutil
 import pytest
 
-from service import connections
+from eventlog import connections
 
 
 async def _hold_and_queue(

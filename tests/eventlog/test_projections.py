@@ -9,19 +9,20 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from eventlog import connections
+from eventlog.events.api_tokens import ApiTokenDeleted
 from projections import activity
 from projections.base import Projection
 from projections.follower import catch_up_once, run_async_projections
 from projections.replay import replay
 from projections.verify import verify
-from service import cli, connections, store
-from service.api_tokens.events import ApiTokenDeleted
-from tests.factories import TEST_ACTOR, api_token_created, append, noted
+from service import cli
+from tests.factories import api_token_created, append, noted
 
 if TYPE_CHECKING:
+    from eventlog.codec import RecordedEvent
+    from eventlog.connections import Conn
     from projections.writes import Write
-    from service.codec import RecordedEvent
-    from service.connections import Conn
 
 pytestmark = pytest.mark.usefixtures("any_dsn")
 
@@ -34,7 +35,7 @@ async def test_inline_projection_writes_in_the_same_transaction(
     await append(any_conn, [api_token_created(1)], stream=("api-token", "1"))
     tx = any_conn.transaction()
     await tx.start()
-    await store.append(any_conn, ("api-token", "2"), [api_token_created(2)], TEST_ACTOR, new=True)
+    await append(any_conn, [api_token_created(2)], stream=("api-token", "2"), expected="no-stream")
     assert len(await any_conn.fetch(TOKEN_ROWS)) == 2  # read-your-writes inside the transaction
     await tx.rollback()
     assert [tuple(r) for r in await any_conn.fetch(TOKEN_ROWS)] == [(1, "token-1", "client")]

@@ -12,6 +12,24 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import eventlog
+from eventlog import codec
+from eventlog.codec import UNREAD_EVENT, RecordedEvent
+from eventlog.connections import set_search_path
+from eventlog.events.base import Metadata
+from eventlog.events.privacy import PersonalDataErased
+from eventlog.events.users import (
+    PersonalAccessTokenCreated,
+    PersonalAccessTokenDeleted,
+    PersonalAccessTokensSeen,
+    TokenUse,
+    UserCreated,
+    UserDeleted,
+    UserRecord,
+    UsersDeleted,
+    UserSignedIn,
+    UserSignedOut,
+)
 from projections import replay as replay_module
 from projections import writes
 from projections.activity import ACTIVITY_DAILY
@@ -28,23 +46,6 @@ from projections.rebuild import (
 from projections.registry import ALL, GROUPS, reading
 from projections.replay import replay
 from projections.verify import verify
-from service import codec, eventstore
-from service.codec import UNREAD_EVENT, RecordedEvent
-from service.connections import set_search_path
-from service.events import Metadata
-from service.privacy.events import PersonalDataErased
-from service.users.events import (
-    PersonalAccessTokenCreated,
-    PersonalAccessTokenDeleted,
-    PersonalAccessTokensSeen,
-    TokenUse,
-    UserCreated,
-    UserDeleted,
-    UserRecord,
-    UsersDeleted,
-    UserSignedIn,
-    UserSignedOut,
-)
 from tests.bench.biglog import generate
 from tests.eventlog.test_stored_events import SAMPLED
 from tests.factories import recorded
@@ -53,10 +54,10 @@ from tests.strategies import for_type
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from eventlog.codec import DomainEvent
+    from eventlog.connections import Conn
+    from eventlog.events.base import Event
     from projections.base import Projection
-    from service.codec import DomainEvent
-    from service.connections import Conn
-    from service.events import Event
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -164,14 +165,14 @@ async def test_edge_cases_give_the_same_rows_through_both(conn: Conn) -> None:
 )
 @given(seed=st.integers(min_value=0, max_value=2**32))
 async def test_generated_logs_give_the_same_rows_through_both(dsn: str, seed: int) -> None:
-    from service import connections  # noqa: PLC0415 - a connection per example
+    from eventlog import connections  # noqa: PLC0415 - a connection per example
 
     conn = await connections.connect(dsn)
     tx = conn.transaction()  # rolled back: each example starts from an empty log
     await tx.start()
     try:
         await generate(conn, 1_500, seed=seed)
-        records = [r async for batch in eventstore.read_all(conn) for r in batch]
+        records = [r async for batch in eventlog.read_all(conn) for r in batch]
         by_sql, by_memory = await _through_both(conn, records)
         assert by_sql == by_memory
         assert len(by_sql["features"]) > 10
@@ -374,14 +375,14 @@ async def test_the_groups_of_a_parallel_replay_rebuild_what_one_process_does(
     """Every group (the flags' split by stream among them, each reading only its types and
     skipping what no projection of it reads) into one schema: the same rows as a whole
     rebuild into another."""
-    from service import connections  # noqa: PLC0415 - a connection per example
+    from eventlog import connections  # noqa: PLC0415 - a connection per example
 
     conn = await connections.connect(dsn)
     tx = conn.transaction()
     await tx.start()
     try:
         await generate(conn, 3_000, seed=seed)
-        head = await eventstore.head(conn)
+        head = await eventlog.head(conn)
         for schema in ("whole", "grouped"):
             await create_scratch(conn, schema, indexes=False)
         await conn.execute(set_search_path("whole"))

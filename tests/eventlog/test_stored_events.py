@@ -19,20 +19,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from eventlog import codec
+from eventlog.codec import EVENT_TYPES, RecordedEvent
+from eventlog.events.features import FeatureCloned, StrategyAdded
+from eventlog.events.users import UsersDeleted
+from eventlog.privacy import master
+from eventlog.privacy.keys import Keyring
 from projections import writes
 from projections.registry import ALL
-from service import codec
-from service.codec import EVENT_TYPES, RecordedEvent
-from service.features.events import FeatureCloned, StrategyAdded
-from service.privacy import master
-from service.privacy.keys import Keyring
-from service.users.events import UsersDeleted
 from tests import ROOT
 from tests.factories import recorded
 from tests.strategies import fields, for_type, walk
 
 if TYPE_CHECKING:
-    from service.connections import Conn
+    from eventlog.connections import Conn
 
 SAMPLES = ROOT / "tests" / "stored_events"
 SAMPLE_NAME = re.compile(r"^(\w+)\.v(\d+)\.json$")

@@ -26,7 +26,7 @@ from tests.harness import run_cli
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from service.connections import Conn
+    from eventlog.connections import Conn
 
 TOOL = ROOT / "tools" / "verify_export.py"
 # The tool is a script an auditor runs alone, not a package of ours: load it from its file.

@@ -7,12 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+import eventlog
+from eventlog.events.features import FeatureCloned
 from projections import features as features_projection
 from projections import writes
 from projections.verify import verify
-from service import auth, eventstore
+from service import auth
 from service.appkeys import POOL
-from service.features.events import FeatureCloned
 from tests.conftest import as_principal
 from tests.factories import ADMIN, FEATURES, create, error, event_count
 
@@ -147,10 +148,10 @@ async def test_the_clone_event_alone_rebuilds_the_copy(
     await client.post(clone_url(), json={"name": "copy"}, headers=ADMIN)
     tables = [t.name for t in features_projection.PROJECTION.tables]
     async with app[POOL].acquire() as conn, conn.transaction():
-        (cloned,) = await eventstore.read_stream(conn, ("feature", "copy"))
+        (cloned,) = await eventlog.read_stream(conn, ("feature", "copy"))
         assert isinstance(cloned.event, FeatureCloned)
         assert cloned.event.source == "src"
-        assert cloned.event.source_position == await eventstore.last_position(
+        assert cloned.event.source_position == await eventlog.last_position(
             conn, ("feature", "src")
         )
         await conn.execute("CREATE SCHEMA only_clone")

@@ -11,9 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.errors import Conflict, InvalidOperation, NameExists, NotFound, ValidationError
-from service.features import commands, domain
-from service.features.events import (
+from eventlog.events.features import (
     ClonedDependency,
     ClonedEnvironment,
     ClonedTag,
@@ -42,6 +40,8 @@ from service.features.events import (
     StrategyVariant,
     Variant,
 )
+from service.errors import Conflict, InvalidOperation, NameExists, NotFound, ValidationError
+from service.features import commands, domain
 
 if TYPE_CHECKING:
     from collections.abc import Callable

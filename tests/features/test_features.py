@@ -12,12 +12,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from eventlog import connections
+from eventlog.events.projects import ProjectEnvironmentEnabled
 from projections.verify import verify
-from service import auth, connections, store
+from service import auth
 from service.appkeys import POOL
-from service.projects.events import ProjectEnvironmentEnabled
 from tests.conftest import as_principal
-from tests.factories import ADMIN, FEATURES, ISO, TEST_ACTOR, create, error, event_count
+from tests.factories import ADMIN, FEATURES, ISO, append, create, error, event_count
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -506,7 +507,7 @@ async def test_a_create_answers_with_what_was_committed_while_it_waited(
         await tx.start()
         await blocker.execute("SELECT 1 FROM projects WHERE id = 'p' FOR UPDATE")
         enabled = ProjectEnvironmentEnabled(project_id="p", environment="production")
-        await store.append(blocker, ("project", "p"), [enabled], TEST_ACTOR)
+        await append(blocker, [enabled], stream=("project", "p"))
         creating = asyncio.create_task(create(client, {"name": "waited"}, "p"))
         await asyncio.sleep(0.3)
         await tx.commit()

@@ -16,7 +16,8 @@ import aiohttp
 import asyncpg
 import pytest
 
-from service import embedded, migrations
+from eventlog import migrations
+from service import embedded
 from tests.harness import (
     GENERATED_TOKEN,
     Harness,

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from eventlog import connections
 from projections.replay import replay
 from projections.verify import verify
-from service import connections
 from service.appkeys import POOL
 from tests.factories import ADMIN, FEATURES, STRONG, create_user, flag, in_days
 

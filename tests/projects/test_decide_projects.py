@@ -7,16 +7,16 @@ from datetime import UTC, datetime
 import msgspec
 import pytest
 
-from service.errors import Conflict, NameExists, NotFound, ValidationError
-from service.projects import domain
-from service.projects.commands import CreateEnvironment, CreateProject
-from service.projects.events import (
+from eventlog.events.projects import (
     EnvironmentCreated,
     ProjectArchived,
     ProjectCreated,
     ProjectEnvironmentDisabled,
     ProjectEnvironmentEnabled,
 )
+from service.errors import Conflict, NameExists, NotFound, ValidationError
+from service.projects import domain
+from service.projects.commands import CreateEnvironment, CreateProject
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 ALLOWED = "may only contain letters, digits and - _ . ! ~ * ' ( ), and may not be '.' or '..'"

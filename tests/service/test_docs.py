@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from service.codec import EVENT_TYPES
+from eventlog.codec import EVENT_TYPES
 from service.settings import Settings
 from tests import ROOT
 

@@ -15,10 +15,11 @@ from aiohttp.test_utils import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service import auth, bootstrap, connections
+from eventlog import connections
+from eventlog.logs import configure_logging
+from service import auth, bootstrap
 from service.appkeys import LIFECYCLE, POOL, SCHEMA_VERSION
-from service.logs import configure_logging
-from tests.factories import ADMIN, ADMIN_TOKEN, FEATURES, api_token, error_body, gzipped_zeros
+from tests.factories import ADMIN, ADMIN_TOKEN, FEATURES, api_token, error_body, gzipped_zeros, work
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -635,9 +636,9 @@ async def test_a_chosen_admin_secret_shows_nothing_in_its_hint(dsn: str) -> None
     chosen = "*:*.some-long-secret-value-1234567890"
     conn = await connections.connect(dsn)
     try:
-        await bootstrap.seed(conn, (chosen,))
+        await bootstrap.seed(work(), conn, (chosen,))
         hints = [r["secret_hint"] for r in await conn.fetch("SELECT secret_hint FROM api_tokens")]
-        generated = await bootstrap.seed(conn, ())
+        generated = await bootstrap.seed(work(), conn, ())
     finally:
         await conn.close()
     assert hints == ["*:*.********"]

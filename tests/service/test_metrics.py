@@ -15,22 +15,24 @@ import pytest
 from aiohttp.test_utils import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
+import eventlog
+from eventlog import connections, migrations
 from projections.registry import ASYNC
-from service import bootstrap, connections, eventstore, metrics, migrations, store
+from service import bootstrap, metrics
 from service.app import create_app
-from service.appkeys import POOL
+from service.appkeys import POOL, WORK
 from service.metrics import CONTENT_TYPE, METRICS, Metrics
 from tests import factories
 from tests.conftest import AiohttpClient, ServiceTestServer
-from tests.factories import ADMIN, ADMIN_TOKEN, FEATURES, create_flag, head
+from tests.factories import ADMIN, ADMIN_TOKEN, FEATURES, create_flag, head, work
 
 if TYPE_CHECKING:
     import asyncpg
     from aiohttp import web
     from prometheus_client.metrics_core import Metric
 
-    from service.connections import Conn
     from service.settings import Settings
+    from service.work import UnitOfWork
     from tests.pg import Cluster
 
 Client = TestClient[Any, Any]
@@ -74,7 +76,7 @@ async def scrape(client: Client, headers: dict[str, str] | None = None) -> Scrap
 async def events_after(pool: asyncpg.Pool, position: int) -> dict[str, int]:
     async with pool.acquire() as conn:
         counts: dict[str, int] = {}
-        async for batch in eventstore.read_all(conn, after=position):
+        async for batch in eventlog.read_all(conn, after=position):
             for record in batch:
                 name = record.event.type_name()
                 counts[name] = counts.get(name, 0) + 1
@@ -191,12 +193,9 @@ class Rollback(Exception):
     pass
 
 
-async def append_then_roll_back(conn: Conn, committed: store.Committed, number: int) -> None:
-    async with store.transaction(conn, committed):
-        await store.append(
-            conn, ("test", f"rolled-back-{number}"), [factories.noted(number)], ACTOR
-        )
-        raise Rollback
+async def append_then_roll_back(uow: UnitOfWork, number: int) -> None:
+    await uow.append(("test", f"rolled-back-{number}"), [factories.noted(number)], ACTOR)
+    raise Rollback
 
 
 async def test_a_rolled_back_transaction_counts_no_event(
@@ -205,18 +204,21 @@ async def test_a_rolled_back_transaction_counts_no_event(
     """The append itself succeeds, then the transaction rolls back: nothing counted. A savepoint
     rolled back inside a committed transaction counts only what the transaction kept."""
     metrics = app[METRICS]
+    units = app[WORK]
     before = await head(app)
     async with app[POOL].acquire() as conn:
         with pytest.raises(Rollback):
-            await append_then_roll_back(conn, metrics.committed, 1)
+            async with units.begin(conn) as uow:
+                await append_then_roll_back(uow, 1)
         assert (await scrape(client)).series("flagstore_events_appended_total", "type") == {}
 
-        async with store.transaction(conn, metrics.committed):
-            await store.append(conn, ("test", "kept"), [factories.noted(2)], ACTOR)
+        async with units.begin(conn) as uow:
+            await uow.append(("test", "kept"), [factories.noted(2)], ACTOR)
             with pytest.raises(Rollback):  # a savepoint, rolled back
-                await append_then_roll_back(conn, metrics.committed, 3)
-            async with store.transaction(conn, metrics.committed):
-                await store.append(conn, ("test", "kept"), [factories.noted(4)], ACTOR)
+                async with uow.savepoint():
+                    await append_then_roll_back(uow, 3)
+            async with uow.savepoint():
+                await uow.append(("test", "kept"), [factories.noted(4)], ACTOR)
             # Nothing is counted before the outer COMMIT.
             assert (
                 metrics.registry.get_sample_value(
@@ -262,7 +264,7 @@ async def cluster_client(cluster: Cluster, aiohttp_client: AiohttpClient) -> Cli
     conn = await connections.connect(dsn)
     try:
         await migrations.migrate(conn)
-        await bootstrap.seed(conn, (ADMIN_TOKEN,))
+        await bootstrap.seed(work(), conn, (ADMIN_TOKEN,))
     finally:
         await conn.close()
     settings = factories.settings_for(dsn)

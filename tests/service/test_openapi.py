@@ -20,10 +20,12 @@ from openapi_spec_validator import validate
 from service import auth, openapi
 from service.app import ROUTES, VERSION, create_app
 from service.appkeys import ROUTE_TABLE
-from service.audit.instants import DAY_OR_TIME_PATTERN, INSTANT_PATTERN, parse_instant
 from service.docs import assets
 from service.errors import ValidationError
-from service.http import Param, Route, json_response, query_param, read_json, takes_gzip
+from service.http.answers import json_response
+from service.http.instants import DAY_OR_TIME_PATTERN, INSTANT_PATTERN, parse_instant
+from service.http.requests import query_param, read_json, takes_gzip
+from service.http.routes import Param, Route
 from service.names import validate_name
 from service.openapi import openapi_path
 from service.projects.commands import CreateProject

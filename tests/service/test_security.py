@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from eventlog.logs import configure_logging
 from projections.replay import replay
 from projections.verify import verify
 from service import auth
 from service.app import ROUTES
 from service.appkeys import POOL
-from service.logs import configure_logging
 from service.openapi import openapi_path
 from tests import factories
 from tests.factories import (
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from aiohttp import web
     from aiohttp.test_utils import TestClient
 
-    from service.connections import Conn
+    from eventlog.connections import Conn
     from tests.conftest import AiohttpClient
 
     Client = TestClient[Any, Any]
@@ -356,7 +356,7 @@ async def test_a_token_that_differs_in_one_character_is_refused(
 async def test_account_read_models_rebuild_identically(any_conn: asyncpg.Connection) -> None:
     from datetime import UTC, datetime, timedelta  # noqa: PLC0415
 
-    from service.users.events import (  # noqa: PLC0415  # noqa: PLC0415
+    from eventlog.events.users import (  # noqa: PLC0415
         PersonalAccessTokensSeen,
         TokenUse,
         UserSignedIn,

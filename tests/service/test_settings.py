@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from eventlog.errors import ConfigError
 from service import embedded
 from service.cli import embedded_pool
-from service.errors import ConfigError
 from service.settings import FILE_SETTINGS, Settings, load_settings
 from tests import ROOT
 

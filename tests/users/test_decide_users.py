@@ -10,16 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.errors import NameExists, NotFound, PasswordMismatch, PatLimit, ValidationError
-from service.users import domain
-from service.users.commands import (
-    CreatePersonalAccessToken,
-    CreateServiceAccount,
-    CreateUser,
-    UpdateServiceAccount,
-    UpdateUser,
-)
-from service.users.events import (
+from eventlog.events.users import (
     ImportedUser,
     PasswordChanged,
     PersonalAccessTokenCreated,
@@ -38,6 +29,15 @@ from service.users.events import (
     UserSignInFailed,
     UsersImported,
     UserUpdated,
+)
+from service.errors import NameExists, NotFound, PasswordMismatch, PatLimit, ValidationError
+from service.users import domain
+from service.users.commands import (
+    CreatePersonalAccessToken,
+    CreateServiceAccount,
+    CreateUser,
+    UpdateServiceAccount,
+    UpdateUser,
 )
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 import argon2
 import pytest
 
+from eventlog import connections
+from eventlog.events.users import UserCreated
 from projections.verify import verify
-from service import connections, store
 from service.appkeys import POOL
 from service.users import importer
-from service.users.events import UserCreated
-from tests.factories import TEST_ACTOR
+from tests.factories import append, work
 from tests.harness import run_cli
 
 if TYPE_CHECKING:
@@ -39,13 +39,13 @@ async def count(conn: asyncpg.Connection, sql: str = "SELECT count(*) FROM users
 
 async def test_batches_of_a_thousand_one_event_each(conn: asyncpg.Connection) -> None:
     lines = [line(email=f"u{i}@example.com", name=f"User {i}") for i in range(2500)]
-    report = await importer.import_users(conn, lines, source="users.jsonl")
+    report = await importer.import_users(work(), conn, lines, source="users.jsonl")
     assert (report.imported, report.skipped, report.bad_lines) == (2500, 0, [])
     events = "SELECT count(*) FROM events WHERE type = 'UsersImported'"
     assert await count(conn, events) == 3
     assert await count(conn) == 2500
     # Re-running the same file creates nobody twice.
-    again = await importer.import_users(conn, lines, source="users.jsonl")
+    again = await importer.import_users(work(), conn, lines, source="users.jsonl")
     assert (again.imported, again.skipped) == (0, 2500)
     assert await count(conn, events) == 3
     assert (await verify(conn)).ok
@@ -56,7 +56,7 @@ async def test_a_bad_line_refuses_its_batch_only(conn: asyncpg.Connection) -> No
     lines[9] = line(name="no email or username")
     lines[19] = "{not json\n"
     lines += [line(username=f"v{i}", rootRole="Editor") for i in range(10)]  # batch 2
-    report = await importer.import_users(conn, lines, source="x")
+    report = await importer.import_users(work(), conn, lines, source="x")
     assert [n for n, _ in report.bad_lines] == [10, 20]
     assert "You must specify username or email" in report.bad_lines[0][1]
     assert "Malformed JSON" in report.bad_lines[1][1]
@@ -79,7 +79,7 @@ async def test_a_bad_line_refuses_its_batch_only(conn: asyncpg.Connection) -> No
 async def test_bad_lines_say_why(
     conn: asyncpg.Connection, fields: dict[str, Any], message: str
 ) -> None:
-    report = await importer.import_users(conn, [line(**fields)], source="x")
+    report = await importer.import_users(work(), conn, [line(**fields)], source="x")
     assert len(report.bad_lines) == 1
     assert message in report.bad_lines[0][1]
     assert await count(conn) == 0
@@ -87,14 +87,14 @@ async def test_bad_lines_say_why(
 
 async def test_a_byte_order_mark_is_not_part_of_the_first_line(conn: asyncpg.Connection) -> None:
     lines = ["\ufeff" + line(email="bom@example.com"), line(email="next@example.com")]
-    report = await importer.import_users(conn, lines, source="x")
+    report = await importer.import_users(work(), conn, lines, source="x")
     assert (report.imported, report.bad_lines) == (2, [])
 
 
 async def test_duplicates_within_a_file_and_against_existing_users(
     conn: asyncpg.Connection,
 ) -> None:
-    first = await importer.import_users(conn, [line(email="A@Example.com")], source="x")
+    first = await importer.import_users(work(), conn, [line(email="A@Example.com")], source="x")
     assert first.imported == 1
     lines = [
         line(email="a@example.com"),
@@ -102,7 +102,7 @@ async def test_duplicates_within_a_file_and_against_existing_users(
         line(username="b"),
         line(email="c@example.com"),
     ]
-    report = await importer.import_users(conn, lines, source="x")
+    report = await importer.import_users(work(), conn, lines, source="x")
     assert (report.imported, report.skipped) == (2, 2)
 
 
@@ -176,9 +176,9 @@ async def test_a_user_created_meanwhile_is_skipped_not_a_crash(
             root_role=3,
             created_at=datetime.now(UTC),
         )
-        await store.append(blocker, ("user", str(user_id)), [created], TEST_ACTOR, new=True)
+        await append(blocker, [created], stream=("user", str(user_id)), expected="no-stream")
         lines = [line(email="taken@example.com"), line(email="free@example.com")]
-        importing = asyncio.create_task(importer.import_users(conn, lines, source="race"))
+        importing = asyncio.create_task(importer.import_users(work(), conn, lines, source="race"))
         await asyncio.sleep(0.3)  # the import waits on the uncommitted e-mail
         await tx.commit()
         report = await importing

@@ -10,7 +10,7 @@ import pytest
 
 from projections.verify import verify
 from service.appkeys import POOL
-from service.users.handlers.inactive import DELETIONS, LANES
+from service.users.deletions import DELETIONS, LANES
 from tests import factories
 from tests.factories import (
     ADMIN,
@@ -267,7 +267,7 @@ async def test_concurrent_deletions_commit_together_each_as_if_alone(
 async def test_deletions_listing_many_ids_do_not_commit_together(
     client: Client, app: web.Application
 ) -> None:
-    """A transaction of several lists 1,000 ids at most (inactive.BATCH_IDS): large requests
+    """A transaction of several lists 1,000 ids at most (deletions.BATCH_IDS): large requests
     that wait together still run one by one (each alone stays well within the statement
     timeout; sixteen of 10,000 ids together would run into it)."""
     blocked, u1, u2 = [await person(app, seen=300) for _ in range(3)]

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 import asyncpg
 import pytest
 
-from service import auth, connections
+from eventlog import connections
+from service import auth
 from service.appkeys import POOL
 from service.users.usage import FLUSH_SECONDS, TokenUsage
 from tests.factories import (
@@ -24,6 +25,7 @@ from tests.factories import (
     make_account,
     session,
     sign_in,
+    work,
 )
 
 if TYPE_CHECKING:
@@ -218,7 +220,7 @@ async def test_use_is_recorded_in_batches_not_per_request(
 
 
 async def test_a_flush_that_fails_keeps_its_batch(app: web.Application, dsn: str) -> None:
-    usage = TokenUsage()
+    usage = TokenUsage(work())
     usage.seen(12345)
     broken = await connections.create_pool(dsn, 1)
     await broken.close()

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from service.appkeys import POOL
-from service.http import json_response
+from service.http.answers import json_response
 from service.users import queries, records
 from service.users.handlers.search import RECORDS, arguments, remembered
 from service.users.responses import User, UserList, root_roles

@@ -15,7 +15,16 @@ from service.users import queries as queries_module
 from service.users.handlers import search as search_module
 from service.users.importer import import_users
 from tests import factories
-from tests.factories import ADMIN, ROOT_ROLES, USERS, api_token, create_user, error, make_account
+from tests.factories import (
+    ADMIN,
+    ROOT_ROLES,
+    USERS,
+    api_token,
+    create_user,
+    error,
+    make_account,
+    work,
+)
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -264,7 +273,7 @@ async def test_every_way_of_finding_gives_the_defined_order(  # noqa: PLR0917 - 
     take them all), the page is the definition's."""
     async with app[POOL].acquire() as conn:
         if not await conn.fetchval("SELECT count(*) FROM users WHERE email LIKE '%.io'"):
-            await import_users(conn, crowd(random.Random(5), 300), source="crowd")
+            await import_users(work(), conn, crowd(random.Random(5), 300), source="crowd")
             await factories.account(conn, service=True, username="abcab-machine")
         people = [
             dict(r)
@@ -304,7 +313,7 @@ async def test_every_way_agrees_on_every_short_query(
     the first people end, a sample, the trigram indexes), straight against the search function:
     the ids must be the definition's, none twice."""
     async with app[POOL].acquire() as conn:
-        await import_users(conn, crowd(random.Random(11), 240), source="crowd")
+        await import_users(work(), conn, crowd(random.Random(11), 240), source="crowd")
         await factories.account(conn, username="ab")  # an exact match among broad prefixes
         await conn.execute("ANALYZE users")  # a size the choices can go by
         people = [
@@ -392,8 +401,8 @@ async def test_the_trigram_indexes_find_across_punctuation(
     letters beyond ASCII, the joining letter itself, with a space or not, finds what the
     definition finds."""
     async with app[POOL].acquire() as conn:
-        await import_users(conn, [json.dumps(p) for p in PUNCTUATED], source="punctuated")
-        await import_users(conn, crowd(random.Random(3), 60), source="crowd")
+        await import_users(work(), conn, [json.dumps(p) for p in PUNCTUATED], source="punctuated")
+        await import_users(work(), conn, crowd(random.Random(3), 60), source="crowd")
         people = [
             dict(r)
             for r in await conn.fetch(
@@ -418,7 +427,7 @@ async def test_a_large_table_whose_first_people_match_little_walks_on_past_them(
         for i in range(4_300)
     ]
     async with app[POOL].acquire() as conn:
-        await import_users(conn, lines, source="crowd")
+        await import_users(work(), conn, lines, source="crowd")
         await conn.execute("ANALYZE users")  # the size the walk goes by: over SMALL
         people = [
             dict(r)

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from aiohttp.test_utils import make_mocked_request
 
-from service import connections
+from eventlog import connections
+from eventlog.events.users import UserSignInFailed
 from service.appkeys import POOL
 from service.errors import TooManyRequests
 from service.users.domain import SignInFailures, Unrecorded
-from service.users.events import UserSignInFailed
 from service.users.failures import FAILED_SIGN_INS, FailedSignIns
 from service.users.limits import RateLimiter, client_address
 from service.users.passwords import HASHING, PasswordHashing
@@ -28,6 +28,7 @@ from tests.factories import (
     error,
     settings_for,
     sign_in_events,
+    work,
 )
 
 if TYPE_CHECKING:
@@ -317,7 +318,7 @@ def test_attempts_of_an_event_that_was_not_stored_are_counted_again() -> None:
     """The transaction failed after the replica had set what it keeps (at COMMIT, say): the
     attempts its UserSignInFailed carried join those counted meanwhile, to be recorded later."""
     now = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
-    failures = FailedSignIns()
+    failures = FailedSignIns(work())
     event = UserSignInFailed(
         user_id=7, attempts=3, first_attempted_at=now, attempted_at=now, login_attempts=3
     )
