@@ -129,6 +129,7 @@ async def _no_rows() -> list[asyncpg.Record]:
     return []
 
 
+@functools.cache
 def _reading_sql(reading: Reading) -> str:
     columns = ["position", "stream_type", "stream_key", "stream_version", "event_id"]
     columns += ["recorded_at"]
@@ -156,7 +157,6 @@ def _next_sql(reading: Reading) -> str:
     return f"{_reading_sql(reading)} LIMIT ${3 if reading.types is None else 4}"
 
 
-@functools.cache
 async def read_log(
     conn: Conn, after: int, upto: int, reading: Reading, batch: int = 5000
 ) -> AsyncIterator[list[RecordedEvent]]:

@@ -34,7 +34,9 @@ def python_files(*folders: str) -> list[Path]:
 
 # The audit's search walks the log by its own filters' indexes (docs/architecture.md).
 LOG_READERS = (ROOT / "service" / "audit" / "logsearch.py",)
-KEYS_SQL = re.compile(r"\b(FROM|INTO|UPDATE|JOIN|TABLE)\s+(public\.)?personal_keys\b", re.IGNORECASE)
+KEYS_SQL = re.compile(
+    r"\b(FROM|INTO|UPDATE|JOIN|TABLE)\s+(public\.)?personal_keys\b", re.IGNORECASE
+)
 
 
 def _sql_outside(pattern: re.Pattern[str], allowed: Callable[[Path], bool]) -> list[str]:
