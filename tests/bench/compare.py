@@ -107,7 +107,7 @@ DOC = ROOT / "docs" / "benchmarks.md"
 PLOT = ROOT / "docs" / "bench-compare.png"
 START_MARK = "<!-- bench-compare:start -->"
 END_MARK = "<!-- bench-compare:end -->"
-SECTION = "## Side by side with the reference (issue 18): `make bench-compare`"
+SECTION = "## Side by side with the reference: `make bench-compare`"
 # The reference of this benchmark lives apart from anyone else's (default place and ports).
 REFERENCE_PLACE = {
     "UNLEASH_REF_DIR": "/tmp/unleash-ref-compare",
