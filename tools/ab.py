@@ -1,5 +1,5 @@
 """Compare two checkouts of the service on this machine, cells interleaved so that noise hits
-both: `.venv/bin/python -m tools.ab BASE HEAD [--seconds 5] [--rounds 5]`.
+both: `.venv/bin/python -m tools.ab BASE HEAD [--seconds 5] [--rounds 5] [--only create,health]`.
 
 BASE and HEAD are checkouts with their own `.venv` (`make install` in each). Both servers run at
 once on fresh embedded databases seeded alike: a service account with 50 tokens, a flag to clone
@@ -242,7 +242,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("head", type=Path)
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--only", default="", help="comma-separated prefixes of the cells to run (default: all)"
+    )
     args = parser.parse_args(argv)
+    prefixes = [p.strip() for p in args.only.split(",") if p.strip()]
+    cells = [c for c in CELLS if not prefixes or any(c[0].startswith(p) for p in prefixes)]
     sides = {"base": args.base.resolve(), "head": args.head.resolve()}
     results: dict[tuple[str, str], list[tuple[float, float]]] = {}
     with contextlib.ExitStack() as stack:
@@ -251,7 +256,7 @@ def main(argv: list[str]) -> int:
             for i, (name, path) in enumerate(sides.items())
         }
         for round_number in range(args.rounds):
-            for cell, path, concurrency, posts in CELLS:
+            for cell, path, concurrency, posts in cells:
                 order = list(bases) if round_number % 2 == 0 else list(reversed(bases))
                 for side in order:
                     url_path = path.replace("{account}", "1")
@@ -263,7 +268,7 @@ def main(argv: list[str]) -> int:
     )
     print("| cell | base req/s | head req/s | head/base | base p99 ms | head p99 ms |")
     print("|---|---:|---:|---:|---:|---:|")
-    for cell, *_ in CELLS:
+    for cell, *_ in cells:
         base_rate = statistics.median(r for r, _ in results[(cell, "base")])
         head_rate = statistics.median(r for r, _ in results[(cell, "head")])
         base_p99 = statistics.median(p for _, p in results[(cell, "base")])
