@@ -34,7 +34,7 @@ fmt: install
 	$(BIN)/ruff check --fix .
 
 # sql/schema.sql, the schema the migrations make, from a new embedded PostgreSQL (tools/schema.py);
-# tests/test_schema.py fails while it is stale. `python -m tools.schema --check` only compares.
+# tests/eventlog/test_schema.py fails while it is stale. `python -m tools.schema --check` only compares.
 schema: install
 	$(BIN)/python -m tools.schema
 

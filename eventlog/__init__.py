@@ -4,23 +4,11 @@ them back, seals and opens the personal values in them, checks itself for `verif
 itself and notifies followers. It knows nothing of the read models or of HTTP: the inline
 projections are handed to `append` by its caller.
 
-This module is the log's API for the layers above; `checks`, `exports` and `notify` are used by
-their one reader each.
+This module is the log's API for reading, for the layers above. Appending is
+`eventlog.appends`, which only the service's unit of work uses (`make lint`); `checks`,
+`exports` and `notify` are used by their one reader each.
 """
 
-from eventlog.appends import (
-    ANY,
-    NO_STREAM,
-    Expected,
-    InlineApply,
-    NewStream,
-    Pending,
-    append,
-    append_new,
-    append_streams_call,
-    commit,
-    literal,
-)
 from eventlog.errors import PartialDuplicate, WrongExpectedVersion
 from eventlog.exports import ExportedEvent, export
 from eventlog.mapper import Reading, keys_for
@@ -43,23 +31,13 @@ from eventlog.reads import (
 )
 
 __all__ = [
-    "ANY",
-    "NO_STREAM",
     "Change",
-    "Expected",
     "ExportedEvent",
-    "InlineApply",
-    "NewStream",
     "NextBatch",
     "PartialDuplicate",
-    "Pending",
     "Reading",
     "WrongExpectedVersion",
-    "append",
-    "append_new",
-    "append_streams_call",
     "changed_streams",
-    "commit",
     "export",
     "first_at_or_after",
     "head",
@@ -67,7 +45,6 @@ __all__ = [
     "last_at_or_before",
     "last_position",
     "last_position_of",
-    "literal",
     "lock_head",
     "read_all",
     "read_log",

@@ -18,7 +18,7 @@ import uvloop
 
 import eventlog
 from eventlog import connections, migrations
-from eventlog.errors import ConfigError
+from eventlog.errors import ConfigError, LogError
 from eventlog.logs import configure_logging
 from eventlog.privacy import keys, master
 from projections.inline import apply_inline
@@ -26,7 +26,7 @@ from projections.replay import ReplayBusy, WorkerFailed, replay
 from projections.verify import verify
 from service import embedded, reporting, serving
 from service.audit import report
-from service.errors import AppError
+from service.errors import AppError, from_log
 from service.privacy import admin
 from service.settings import Settings, load_settings
 from service.users import importer
@@ -205,13 +205,21 @@ async def _export(conn: Conn, args: argparse.Namespace, _dsn: str) -> int:
     return 0
 
 
+def _message(exc: Exception) -> str:
+    """What a command says of a failure it expects: a domain error's message (a failure of the
+    log's layer as the API would say it, e.g. a key that does not open), or the exception."""
+    if isinstance(exc, (AppError, LogError)):
+        return from_log(exc).message
+    return str(exc)
+
+
 async def _state(conn: Conn, args: argparse.Namespace, _dsn: str) -> int:
     """Exit 2 for a bad instant or a directory in the way."""
     try:
         state = await report.read_state(conn, args.at)
         written = report.write_state(state, Path(args.output))
-    except (AppError, OSError) as exc:
-        print(f"error: {exc.message if isinstance(exc, AppError) else exc}", file=sys.stderr)
+    except (AppError, LogError, OSError) as exc:
+        print(f"error: {_message(exc)}", file=sys.stderr)
         return 2
     rows = sum(written.tables.values())
     print(
@@ -228,8 +236,8 @@ async def _diff(conn: Conn, args: argparse.Namespace, _dsn: str) -> int:
         found = await report.diff(
             conn, args.start, args.end, stream=args.stream, project=args.project
         )
-    except (AppError, ValueError) as exc:
-        print(f"error: {exc.message if isinstance(exc, AppError) else exc}", file=sys.stderr)
+    except (AppError, LogError, ValueError) as exc:
+        print(f"error: {_message(exc)}", file=sys.stderr)
         return 2
     if args.json:
         sys.stdout.write(msgspec.json.encode(found).decode() + "\n")

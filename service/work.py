@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Final, Self
 import asyncpg
 
 import eventlog
+from eventlog import appends
 from service.errors import AppError, Conflict, NameExists
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from eventlog.events.base import Metadata
 
 # One new stream of `append_new`.
-NewStream = eventlog.NewStream
+NewStream = appends.NewStream
 
 # A new stream whose key is taken: the stream type -> what is taken.
 TAKEN_STREAMS: Final[dict[str, tuple[type[AppError], str]]] = {
@@ -124,7 +125,7 @@ class Work:
     """Begins units of work with what every one of them needs: the inline projections (which
     the wiring hands over: the service does not import them) and the after-commit list."""
 
-    def __init__(self, inline: eventlog.InlineApply, after: AfterCommit | None = None) -> None:
+    def __init__(self, inline: appends.InlineApply, after: AfterCommit | None = None) -> None:
         self.inline = inline
         self.after = AfterCommit() if after is None else after
 
@@ -141,20 +142,27 @@ class Work:
 
 class UnitOfWork:
     """One transaction of one command (or of one batch of commands): see the module's text.
-    The connection's own `transaction()` cannot be used inside (asyncpg refuses it in a
-    transaction it did not begin); `savepoint()` is the way to nest."""
+    It is used once, inside `async with`: an append outside would write the stream and the
+    read models but leave its events for a COMMIT that never sends them. The connection's own
+    `transaction()` cannot be used inside (asyncpg refuses it in a transaction it did not
+    begin); `savepoint()` is the way to nest."""
 
     def __init__(self, conn: Conn, work: Work) -> None:
         self.conn = conn
         self._work = work
         self._appended: list[Appended] = []
-        self._pending: list[eventlog.Pending] = []
+        self._pending: list[appends.Pending] = []
         self._savepoints = 0
+        self._state = "new"  # then "open" inside `async with`, then "ended"
 
     async def __aenter__(self) -> Self:
+        if self._state != "new":
+            raise RuntimeError("a unit of work is used once: begin another")
         if self.conn.is_in_transaction():
             raise RuntimeError("a unit of work begins its own transaction: nest with savepoint()")
+        self._state = "ended"  # a failed BEGIN leaves it unusable too
         await self.conn.execute("BEGIN")
+        self._state = "open"
         return self
 
     async def __aexit__(
@@ -163,6 +171,7 @@ class UnitOfWork:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
+        self._state = "ended"
         if kind is not None:
             await self._roll_back()
             return
@@ -170,7 +179,7 @@ class UnitOfWork:
             started = time.perf_counter()
             after = self._work.after
             wanted = after.wants_positions({a.stream_type for a in self._appended})
-            positions = await eventlog.commit(self.conn, self._pending, positions=wanted)
+            positions = await appends.commit(self.conn, self._pending, positions=wanted)
             committing = time.perf_counter() - started
         except BaseException:
             await self._roll_back()
@@ -192,6 +201,7 @@ class UnitOfWork:
     @contextlib.asynccontextmanager
     async def savepoint(self) -> AsyncIterator[None]:
         """A part of the unit that fails alone: its appends are undone with it, the rest stays."""
+        self._require_open()
         self._savepoints += 1
         name = f"work_{self._savepoints}"
         appended, pending = len(self._appended), len(self._pending)
@@ -215,12 +225,13 @@ class UnitOfWork:
         erased: Collection[int] = (),
     ) -> list[RecordedEvent]:
         """Append to one stream; `new`: the stream must not exist yet (it starts with a create).
-        `erased`: persons whose keys this transaction destroyed (eventlog.append)."""
-        expected: eventlog.Expected = eventlog.NO_STREAM if new else eventlog.ANY
+        `erased`: persons whose keys this transaction destroyed (appends.append)."""
+        self._require_open()
+        expected: appends.Expected = appends.NO_STREAM if new else appends.ANY
         started = time.perf_counter()
         before = len(self._pending)
         try:
-            recorded = await eventlog.append(
+            recorded = await appends.append(
                 self.conn,
                 stream,
                 expected,
@@ -239,13 +250,14 @@ class UnitOfWork:
         return recorded
 
     async def append_new(
-        self, streams: Sequence[eventlog.NewStream], *, erased: Collection[int] = ()
+        self, streams: Sequence[appends.NewStream], *, erased: Collection[int] = ()
     ) -> list[list[RecordedEvent]]:
-        """Start several new streams at once (eventlog.append_new); each counts as an append of
+        """Start several new streams at once (appends.append_new); each counts as an append of
         its own. `erased` as for `append`."""
+        self._require_open()
         started = time.perf_counter()
         try:
-            recorded = await eventlog.append_new(
+            recorded = await appends.append_new(
                 self.conn, streams, inline=self._work.inline, pending=self._pending, erased=erased
             )
         except (eventlog.WrongExpectedVersion, asyncpg.UniqueViolationError) as exc:
@@ -256,6 +268,10 @@ class UnitOfWork:
             for records in recorded
         )
         return recorded
+
+    def _require_open(self) -> None:
+        if self._state != "open":
+            raise RuntimeError("a unit of work appends inside `async with` only")
 
     async def _roll_back(self) -> None:
         """ROLLBACK unless the transaction is over already (a failed COMMIT ends it) or the

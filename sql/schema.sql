@@ -4,7 +4,7 @@
 -- `pg_dump --schema-only --no-owner` of it, normalised (tools/schema.py). The migrations are
 -- the source of truth for upgrades; this file is the truth for reading the schema: tables,
 -- indexes, views, functions (bodies as stored), triggers and grants, in pg_dump's order.
--- tests/test_schema.py fails when it differs from what the migrations make.
+-- tests/eventlog/test_schema.py fails when it differs from what the migrations make.
 --
 -- Made on PostgreSQL 18 (the embedded server), migrated by a superuser. pg_dump prints
 -- views as the server deparses them, which differs between major versions (before 16 every

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import eventlog
-from eventlog import connections
+from eventlog import appends, connections
 from eventlog.codec import RecordedEvent
 from eventlog.events.api_tokens import ApiTokenCreated
 from eventlog.events.base import Metadata
@@ -104,13 +104,13 @@ async def append(
     events: list[DomainEvent] | None = None,
     *,
     stream: tuple[str, str] | None = None,
-    expected: eventlog.Expected = "any",
+    expected: appends.Expected = "any",
     metadata: Metadata = TEST_ACTOR,
 ) -> list[RecordedEvent]:
     """Append in a transaction of its own, with the inline projections (and any expected
     stream version: the event store's own contract, below the write path's)."""
     async with conn.transaction():
-        return await eventlog.append(
+        return await appends.append(
             conn,
             stream or ("test", uuid.uuid4().hex),
             expected,

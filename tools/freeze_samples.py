@@ -20,8 +20,7 @@ from pathlib import Path
 
 import msgspec
 
-import eventlog
-from eventlog import codec, connections, migrations
+from eventlog import appends, codec, connections, migrations
 from eventlog.events.base import Metadata
 from service import embedded
 
@@ -71,7 +70,7 @@ async def store(dsn: str, missing: list[tuple[str, int, codec.DomainEvent]]) -> 
         for name, version, event in missing:
             async with conn.transaction():
                 stream = ("sample", uuid.uuid4().hex)
-                await eventlog.append(conn, stream, "no-stream", [event], ACTOR)
+                await appends.append(conn, stream, "no-stream", [event], ACTOR)
                 data = await conn.fetchval(
                     "SELECT data::text FROM events WHERE stream_key = $1", stream[1]
                 )

@@ -8,7 +8,7 @@ pg_dump (`--schema-only --no-owner`; privileges are kept: the reporting role's g
 of what the database holds) and normalises the dump: pg_dump's header, `SET` lines and
 `\\restrict` keys (random on every run) go, and each object is one `-- Name:` line and its
 statements as pg_dump prints them (function bodies as stored), in pg_dump's order.
-tests/test_schema.py does the same on the suite's server and compares with the file.
+tests/eventlog/test_schema.py does the same on the suite's server and compares with the file.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def header(server_major: int) -> str:
 -- `pg_dump --schema-only --no-owner` of it, normalised (tools/schema.py). The migrations are
 -- the source of truth for upgrades; this file is the truth for reading the schema: tables,
 -- indexes, views, functions (bodies as stored), triggers and grants, in pg_dump's order.
--- tests/test_schema.py fails when it differs from what the migrations make.
+-- tests/eventlog/test_schema.py fails when it differs from what the migrations make.
 --
 -- Made on PostgreSQL {server_major} (the embedded server), migrated by a superuser. pg_dump prints
 -- views as the server deparses them, which differs between major versions (before 16 every

@@ -16,7 +16,7 @@ import msgspec
 class Personal(NamedTuple):
     """Which fields of a stored Struct hold a person's data, and whose: the person's id is in
     the field `owner` (an int, or `user:<id>` as an actor id). Those fields are sealed with the
-    person's key when stored (service/privacy) and read `"[erased]"` once the key is destroyed.
+    person's key when stored (eventlog/privacy) and read `"[erased]"` once the key is destroyed.
     With `when` (a field and a value), the fields are personal only when that field has that
     value (an actor is a person only when its kind is `user`)."""
 

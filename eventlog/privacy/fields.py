@@ -1,5 +1,5 @@
-"""Where a stored Struct keeps personal data, from its declarations (service.events.Personal):
-which fields to seal for whom, and the nested Structs to look into. Pure: no keys, no I/O."""
+"""Where a stored Struct keeps personal data, from its declarations
+(eventlog.events.base.Personal): which fields to seal for whom, and the nested Structs to look into. Pure: no keys, no I/O."""
 
 from __future__ import annotations
 

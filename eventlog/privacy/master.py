@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
 import structlog
 
@@ -14,8 +14,19 @@ from eventlog.errors import ConfigError
 from eventlog.privacy.crypto import MasterKey
 from eventlog.privacy.keys import Masters
 
-if TYPE_CHECKING:
-    from service.settings import Settings
+
+class KeySettings(Protocol):
+    """What the master keys are found from (the service's Settings has these)."""
+
+    @property
+    def pii_master_key(self) -> str | None: ...
+    @property
+    def pii_previous_master_keys(self) -> str | None: ...
+    @property
+    def database_url(self) -> str | None: ...
+    @property
+    def data_dir(self) -> str: ...
+
 
 KEY_FILE: Final = "pii-master-key"
 # A rebuild worker process gets the keys here (current first), never on its command line.
@@ -34,7 +45,7 @@ def install(masters: Masters) -> None:
 
 def masters() -> Masters:
     if _installed is None:
-        raise RuntimeError("no PII master key installed (service.privacy.master.install)")
+        raise RuntimeError("no PII master key installed (eventlog.privacy.master.install)")
     return _installed
 
 
@@ -50,7 +61,7 @@ def install_from_worker_environment(environ: dict[str, str] | os._Environ[str]) 
     install(Masters(current, previous))
 
 
-def from_settings(settings: Settings) -> Masters:
+def from_settings(settings: KeySettings) -> Masters:
     """Exit-worthy ConfigError for a bad key, or none with an outside database."""
     previous = [
         _parse(text, "PII_PREVIOUS_MASTER_KEYS")

@@ -224,6 +224,29 @@ async def test_state_writes_every_read_model_as_of_an_instant(
     assert "--at must be an RFC 3339 time" in bad.stderr
 
 
+async def test_state_and_diff_say_which_key_does_not_open(
+    client: Client, app: web.Application, dsn: str, tmp_path: Path
+) -> None:
+    """A person's data key that no longer unwraps (damaged, or a master key this process was
+    not given) is a failure the commands expect: exit 2 and one line naming the person, as the
+    API answers 503 for it, never a traceback."""
+    user_id = (await create_user(client, {"username": "bob", "password": STRONG}))["id"]
+    last = await head(app)
+    async with app[POOL].acquire() as conn:
+        await conn.execute(
+            "UPDATE personal_keys SET wrapped = overlay(wrapped PLACING "
+            "decode(lpad(to_hex(get_byte(wrapped, 20) # 255), 2, '0'), 'hex') FROM 21 FOR 1) "
+            "WHERE person_id = $1",
+            user_id,
+        )
+    env = {k: v for k, v in os.environ.items() if k != "DATA_DIR"} | {"DATABASE_URL": dsn}
+    for args in (("state", "--at", str(last), "-o", str(tmp_path / "x")), ("diff", "0", str(last))):
+        result = run_cli(env, *args)
+        assert result.returncode == 2, result.stderr
+        assert f"the data key of person {user_id} does not unwrap" in result.stderr
+        assert "Traceback" not in result.stderr
+
+
 async def live_rows(conn: Conn, table: str) -> list[dict[str, Any]]:
     """A live table's rows as `state` writes them: stored columns, secrets out, key order."""
     spec = next(t for t in table_specs() if t.name == table)

@@ -565,7 +565,7 @@ async def _written_before_encryption(
     metadata: Metadata,
     erased: Collection[int] = (),
 ) -> tuple[list[str], str]:
-    """What `eventlog.append` stored before version 0.2: every value as it is."""
+    """What `appends.append` stored before version 0.2: every value as it is."""
     return [codec.encode(e).decode() for e in events], codec.encode(metadata).decode()
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 import eventlog
+from eventlog import appends
 from eventlog.events.api_tokens import ApiTokenCreated, ApiTokenDeleted
 from eventlog.events.base import Metadata
 from eventlog.events.features import (
@@ -412,7 +413,7 @@ def _occasional(log: _Log) -> None:
 async def _flush(conn: Conn, log: _Log) -> None:
     async with conn.transaction():
         for stream, events, actor in log.batch:
-            await eventlog.append(conn, stream, eventlog.ANY, events, actor)
+            await appends.append(conn, stream, appends.ANY, events, actor)
     log.written += log.pending
     log.batch.clear()
     log.pending = 0

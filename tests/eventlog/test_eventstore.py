@@ -141,7 +141,7 @@ async def test_a_rollback_leaves_no_hole(any_conn: Conn) -> None:
     await append(any_conn, [noted(1)])
     tx = any_conn.transaction()
     await tx.start()
-    await eventlog.append(any_conn, ("test", "doomed"), "no-stream", [noted(2)], TEST_ACTOR)
+    await appends.append(any_conn, ("test", "doomed"), "no-stream", [noted(2)], TEST_ACTOR)
     await tx.rollback()
     await append(any_conn, [noted(3)])
     positions = await any_conn.fetch("SELECT position FROM events ORDER BY position")
@@ -152,18 +152,18 @@ async def test_a_rollback_leaves_no_hole(any_conn: Conn) -> None:
 async def test_event_id_makes_an_append_idempotent(any_conn: Conn) -> None:
     ids = [uuid.uuid4(), uuid.uuid4()]
     async with any_conn.transaction():
-        first = await eventlog.append(
+        first = await appends.append(
             any_conn, ("test", "i"), "no-stream", [noted(1), noted(2)], TEST_ACTOR, event_ids=ids
         )
     async with any_conn.transaction():
-        again = await eventlog.append(
+        again = await appends.append(
             any_conn, ("test", "i"), "no-stream", [noted(1), noted(2)], TEST_ACTOR, event_ids=ids
         )
     assert [r.position for r in again] == [r.position for r in first] == [1, 2]
     assert await any_conn.fetchval("SELECT count(*) FROM events") == 2
     with pytest.raises(eventlog.PartialDuplicate):
         async with any_conn.transaction():
-            await eventlog.append(
+            await appends.append(
                 any_conn,
                 ("test", "i"),
                 2,
@@ -268,11 +268,11 @@ async def test_a_concurrent_duplicate_append_is_a_conflict_then_a_no_op(any_dsn:
     try:
         tx = first.transaction()
         await tx.start()
-        await eventlog.append(first, ("test", "d"), "any", [noted(1)], TEST_ACTOR, event_ids=ids)
+        await appends.append(first, ("test", "d"), "any", [noted(1)], TEST_ACTOR, event_ids=ids)
 
         async def again() -> list[int | None]:
             async with second.transaction():
-                records = await eventlog.append(
+                records = await appends.append(
                     second, ("test", "d"), "any", [noted(1)], TEST_ACTOR, event_ids=ids
                 )
             return [r.position for r in records]
@@ -299,13 +299,13 @@ async def test_a_literal_holds_exactly_its_text(any_conn: Conn, text: str) -> No
     """What the global section sends as literals (the arguments of eventstore_append, in one
     message with the COMMIT) reads back as the very text: quotes, backslashes and all. (An
     escape string: its meaning does not hang on standard_conforming_strings.)"""
-    assert eventlog.literal(text).startswith("E'")
-    assert await any_conn.fetchval(f"SELECT {eventlog.literal(text)}") == text
+    assert appends.literal(text).startswith("E'")
+    assert await any_conn.fetchval(f"SELECT {appends.literal(text)}") == text
 
 
 def test_a_literal_refuses_nul() -> None:
     with pytest.raises(ValueError, match="NUL"):
-        eventlog.literal("a\x00b")
+        appends.literal("a\x00b")
 
 
 async def test_a_transaction_commits_its_appends_with_the_commit_and_reports_positions(
@@ -342,6 +342,31 @@ async def test_a_transaction_commits_its_appends_with_the_commit_and_reports_pos
     assert await any_conn.fetchval("SELECT count(*) FROM events") == 3
     assert not any_conn.is_in_transaction()
     assert len(reported) == 2
+
+
+async def test_a_unit_of_work_appends_only_inside_its_block_and_once(any_conn: Conn) -> None:
+    """Outside `async with` an append would write the stream and the read models but leave its
+    events for a COMMIT that never comes (verify would find a stream without events), and a
+    unit entered again would send the first one's events twice: both are refused, and nothing
+    is written."""
+    units = work()
+    unit = units.begin(any_conn)
+    async with any_conn.transaction():
+        with pytest.raises(RuntimeError, match="inside `async with`"):
+            await unit.append(("test", "orphan"), [noted(1)], TEST_ACTOR, new=True)
+        with pytest.raises(RuntimeError, match="inside `async with`"):
+            await unit.append_new([appends.NewStream(("test", "orphans"), [noted(2)], TEST_ACTOR)])
+    async with unit as uow:
+        await uow.append(("test", "once"), [noted(3)], TEST_ACTOR, new=True)
+    with pytest.raises(RuntimeError, match="used once"):
+        async with unit:
+            pass
+    with pytest.raises(RuntimeError, match="inside `async with`"):
+        await unit.append(("test", "after"), [noted(4)], TEST_ACTOR)
+    assert not any_conn.is_in_transaction()
+    streams = await any_conn.fetch("SELECT stream_key, version FROM streams ORDER BY stream_key")
+    assert [tuple(r) for r in streams] == [("once", 1)]
+    assert await any_conn.fetchval("SELECT count(*) FROM events") == 1
 
 
 # One stream of a transaction's appends: its type, its first version, its events' notes.
@@ -384,7 +409,7 @@ async def test_one_call_writes_what_the_calls_one_after_another_wrote(
         actor_id="user:7", actor_name="Ann", actor_kind="user", request_id="req-7"
     )
     pending = [
-        eventlog.Pending(
+        appends.Pending(
             (stream_type, uuid.uuid4().hex),
             first,
             [uuid.uuid4() for _ in notes],
@@ -416,7 +441,7 @@ async def test_one_call_writes_what_the_calls_one_after_another_wrote(
             )
         before = await any_conn.fetch(_ROW, head["position"])
         await one_by_one.rollback()
-        await any_conn.execute(eventlog.append_streams_call(pending))  # what commit sends
+        await any_conn.execute(appends.append_streams_call(pending))  # what commit sends
         after = await any_conn.fetch(_ROW, head["position"])
         moved = await any_conn.fetchrow("SELECT position, hash, recorded_at FROM log_head")
 
@@ -451,7 +476,7 @@ async def test_one_call_never_takes_a_time_before_the_heads(any_conn: Conn) -> N
     """A head whose time is ahead of the clock (a replica whose clock ran fast): the events of
     every stream take the head's time rather than go back."""
     pending = [
-        eventlog.Pending(
+        appends.Pending(
             ("test", key),
             1,
             [uuid.uuid4()],
@@ -467,7 +492,7 @@ async def test_one_call_never_takes_a_time_before_the_heads(any_conn: Conn) -> N
             "UPDATE log_head SET recorded_at = clock_timestamp() + interval '1 hour' "
             "RETURNING recorded_at"
         )
-        await any_conn.execute(eventlog.append_streams_call(pending))
+        await any_conn.execute(appends.append_streams_call(pending))
         times = [r["recorded_at"] for r in await any_conn.fetch(_ROW, 0)]
         head = await any_conn.fetchval("SELECT recorded_at FROM log_head")
     assert times == [ahead] * 3

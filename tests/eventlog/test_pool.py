@@ -1,4 +1,4 @@
-"""The service's pool (FairPool, service/connections.py): a released connection goes to the
+"""The service's pool (FairPool, eventlog/connections.py): a released connection goes to the
 longest waiter, not to a request that asks while it is on its way back (asyncpg's own pool fails
 that test), and a timed wait keeps its place; waits that time out or are cancelled, in any
 number and at any moment, give their turns back; a release is bounded by the acquire's timeout;

@@ -121,7 +121,7 @@ def test_nonsense_sizes_are_refused() -> None:
 
 
 def test_asyncpg_errors_that_mean_down_are_unavailable() -> None:
-    """The batcher's test of "down" is the service's (service.connections.is_unavailable)."""
+    """The batcher's test of "down" is the service's (eventlog.connections.is_unavailable)."""
     assert connections.is_unavailable(asyncpg.CannotConnectNowError("starting"))
     assert not connections.is_unavailable(asyncpg.DeadlockDetectedError("deadlock"))
 

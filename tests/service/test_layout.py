@@ -12,7 +12,11 @@ import tomllib
 from importlib import metadata
 from typing import TYPE_CHECKING
 
+import grimp
+
 from tests import ROOT
+
+LAYERS = ("service", "projections", "eventlog")  # top first (docs/architecture.md)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -61,6 +65,19 @@ def test_only_the_key_module_has_sql_on_the_keys() -> None:
     keys = ROOT / "eventlog" / "privacy" / "keys.py"
     assert _sql_outside(KEYS_SQL, lambda path: path == keys) == []
     assert KEYS_SQL.search(keys.read_text())  # the check bites
+
+
+def test_no_layer_imports_one_above_it_even_for_types() -> None:
+    """`make lint` checks the layers on run-time imports; a type-only import upwards (under
+    TYPE_CHECKING) would still tie the log to the service's shapes: none is made either."""
+    graph = grimp.build_graph(*LAYERS, exclude_type_checking_imports=False)
+    upwards = [
+        f"{module} -> {imported}"
+        for module in sorted(graph.modules)
+        for imported in sorted(graph.find_modules_directly_imported_by(module))
+        if LAYERS.index(imported.split(".")[0]) < LAYERS.index(module.split(".")[0])
+    ]
+    assert upwards == []
 
 
 async def test_no_sql_function_builds_anything_in_the_read_models(conn: Conn) -> None:
