@@ -68,9 +68,9 @@ SELECT out_position, out_recorded_at
 FROM eventstore_append($1, $2, $3, $4, $5, $6, $7, $8, $9)
 """
 # A transaction's appends at its COMMIT (the unit of work, service/work.py): every stream's
-# global section in one call (sql/0019: the head locked once, the events inserted in one statement), its
-# arguments as literals (`append_streams_call`), since the call and the COMMIT go as one
-# simple-protocol message.
+# global section in one call (sql/0019: the head locked once, the events inserted in one
+# statement), its arguments as literals (`append_streams_call`), since the call and the COMMIT
+# go as one simple-protocol message.
 APPEND_STREAMS_CALL = (
     "SELECT eventstore_append_streams({}::text[], {}::text[], {}::integer[], {}::integer[], "
     "{}::jsonb[], {}::uuid[], {}::text[], {}::integer[], {}::jsonb[])"

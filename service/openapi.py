@@ -1,5 +1,6 @@
 """The OpenAPI 3.1 document of the service, made at start from the route table
-(service/http/routes.py, Route) and the request and response Structs (msgspec's JSON Schema): never written by hand.
+(service/http/routes.py, Route) and the request and response Structs (msgspec's JSON Schema):
+never written by hand.
 
 Every route is one operation: its path and query parameters, its request body, each answer it
 gives with its body's schema, the errors its kind of route can give (below) and those it

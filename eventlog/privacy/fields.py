@@ -1,5 +1,6 @@
 """Where a stored Struct keeps personal data, from its declarations
-(eventlog.events.base.Personal): which fields to seal for whom, and the nested Structs to look into. Pure: no keys, no I/O."""
+(eventlog.events.base.Personal): which fields to seal for whom, and the nested Structs to look
+into. Pure: no keys, no I/O."""
 
 from __future__ import annotations
 

@@ -16,7 +16,8 @@ import msgspec
 # Unleash keeps names, versions and ids in varchar(255) columns; its OpenAPI document limits
 # sdkFlavor to 256 characters and sdkFlavorVersion to 32.
 MAX_TEXT: Final = 255
-# A bucket's flags and a flag's variants; a 1 MiB body holds fewer anyway (service/http/requests.py).
+# A bucket's flags and a flag's variants; a 1 MiB body holds fewer anyway
+# (service/http/requests.py).
 MAX_TOGGLES: Final = 10_000
 MAX_VARIANTS: Final = 1_000
 MAX_STRATEGIES: Final = 1_000
