@@ -1,6 +1,6 @@
 """The base of every stored event: the Event Struct, the metadata envelope, upcasters.
 
-A stored event is forever. Event Structs (each feature's `events.py`) carry no request limits
+A stored event is forever. Event Structs (one module a feature here) carry no request limits
 (no lengths, ranges, patterns or enumerations: what was stored must always decode), name every
 field in snake_case, nested ones included, and never reuse a request or response Struct.
 """
