@@ -1,0 +1,147 @@
+"""The browser journeys' fixtures: the target (BROWSER_TARGET=ours, the default: the service
+started here serving the UI; or reference: ../shared/reference/setup.sh's Unleash at :4242),
+one Chromium for the session, a user signed in once, and for each journey a fresh browser
+context (no localStorage: the flag table keeps its filters there) with its watch."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import urllib.request
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from tests.browser.ui import STEP_TIMEOUT_MS, Api, Journey, Target, Watch
+from tests.factories import ADMIN_TOKEN, STRONG
+from tests.harness import Harness, wait_ready
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from playwright.sync_api import Browser, Playwright
+
+    from tests.pg import PgServer
+
+CHROMIUM = os.environ.get("CHROMIUM", "chromium")
+REFERENCE_URL = os.environ.get("BROWSER_REFERENCE_URL", "http://127.0.0.1:4242")
+REFERENCE_TOKEN = "*:*.unleash-insecure-admin-api-token"  # ../shared/reference/setup.sh's
+USERNAME = "admin"
+VIEWPORT = {"width": 1400, "height": 1000}
+
+
+def _index(url: str) -> str:
+    with urllib.request.urlopen(f"{url}/", timeout=10) as resp:
+        return str(resp.read().decode())
+
+
+def _ours(pg18: PgServer) -> Iterator[Target]:
+    harness = Harness()
+    dsn = asyncio.run(pg18.new_database())
+    try:
+        extra = {"UI_DIR": os.environ["UI_DIR"]} if os.environ.get("UI_DIR") else {}
+        server = harness.start(
+            harness.new_dir(),
+            DATABASE_URL=dsn,
+            INIT_ADMIN_API_TOKENS=ADMIN_TOKEN,
+            # Every journey signs in once through the form, the others through the API.
+            LOGIN_RATE_LIMIT_PER_ACCOUNT="1000",
+            LOGIN_RATE_LIMIT_PER_ADDRESS="1000",
+            **extra,
+        )
+        asyncio.run(wait_ready(server))
+        target = Target("ours", server.url, USERNAME, STRONG, ADMIN_TOKEN)
+        api = Api(target)
+        api.ok(
+            "POST",
+            "/api/admin/user-admin",
+            {"username": USERNAME, "name": "Admin", "password": STRONG, "rootRole": 1},
+        )
+        assert 'id="app"' in _index(server.url), (
+            "the service does not serve Unleash's UI at / (make install fetches it)"
+        )
+        yield target
+    finally:
+        harness.cleanup()
+        asyncio.run(pg18.drop_database(dsn))
+
+
+@pytest.fixture(scope="session")
+def target(request: pytest.FixtureRequest) -> Iterator[Target]:
+    which = os.environ.get("BROWSER_TARGET", "ours")
+    if which == "reference":
+        # Never skipped: a reference that is not running fails the run (setup.sh starts it).
+        assert 'id="app"' in _index(REFERENCE_URL), f"no Unleash UI at {REFERENCE_URL}"
+        yield Target("reference", REFERENCE_URL, USERNAME, "unleash4all", REFERENCE_TOKEN)
+        return
+    assert which == "ours", f"BROWSER_TARGET is ours or reference, not {which!r}"
+    yield from _ours(request.getfixturevalue("pg18"))
+
+
+@pytest.fixture(scope="session")
+def playwright() -> Iterator[Playwright]:
+    # Imported here: `make test` collects this folder too (and deselects it), without the
+    # browser extra installed.
+    from playwright.sync_api import sync_playwright  # noqa: PLC0415
+
+    with sync_playwright() as driver:
+        yield driver
+
+
+@pytest.fixture(scope="session")
+def chromium(playwright: Playwright) -> Iterator[Browser]:
+    executable = shutil.which(CHROMIUM)
+    assert executable is not None, "Chromium is needed: apt-get install chromium"
+    browser = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+    yield browser
+    browser.close()
+
+
+@pytest.fixture(scope="session")
+def signed_in(chromium: Browser, target: Target) -> dict[str, Any]:
+    """The browser state of one sign-in (its session cookie), shared by the journeys: each
+    sign-in counts against the limits, and Unleash keeps few sessions per user."""
+    context = chromium.new_context()
+    try:
+        answer = context.request.post(
+            f"{target.url}/auth/simple/login",
+            data={"username": target.username, "password": target.password},
+        )
+        assert answer.status == 200, answer.text()
+        state: dict[str, Any] = dict(context.storage_state())
+        return state
+    finally:
+        context.close()
+
+
+def _cookie(state: dict[str, Any], target: Target) -> str:
+    host = target.host.split(":")[0]
+    return "; ".join(f"{c['name']}={c['value']}" for c in state["cookies"] if c["domain"] == host)
+
+
+@pytest.fixture
+def journey(chromium: Browser, target: Target, signed_in: dict[str, Any]) -> Iterator[Journey]:
+    context = chromium.new_context(storage_state=signed_in, viewport=VIEWPORT)  # type: ignore[arg-type]
+    context.set_default_timeout(STEP_TIMEOUT_MS)
+    page = context.new_page()
+    watch = Watch(target.host)
+    watch.attach(page)
+    try:
+        yield Journey(target, page, watch, Api(target), Api(target, _cookie(signed_in, target)))
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def fresh(chromium: Browser, target: Target) -> Iterator[Journey]:
+    """A journey that starts signed out (the sign-in journey)."""
+    context = chromium.new_context(viewport=VIEWPORT)  # type: ignore[arg-type]
+    context.set_default_timeout(STEP_TIMEOUT_MS)
+    page = context.new_page()
+    watch = Watch(target.host)
+    watch.attach(page)
+    try:
+        yield Journey(target, page, watch, Api(target), Api(target))
+    finally:
+        context.close()
