@@ -6,14 +6,16 @@ context (no localStorage: the flag table keeps its filters there) with its watch
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import re
 import shutil
 import urllib.request
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.browser.ui import STEP_TIMEOUT_MS, Api, Journey, Target, Watch
+from tests.browser.ui import OUTSIDE_HOSTS, STEP_TIMEOUT_MS, Api, Journey, Target, Watch
 from tests.factories import ADMIN_TOKEN, STRONG
 from tests.harness import Harness, wait_ready
 
@@ -29,6 +31,7 @@ REFERENCE_URL = os.environ.get("BROWSER_REFERENCE_URL", "http://127.0.0.1:4242")
 REFERENCE_TOKEN = "*:*.unleash-insecure-admin-api-token"  # ../shared/reference/setup.sh's
 USERNAME = "admin"
 VIEWPORT = {"width": 1400, "height": 1000}
+OUTSIDE = re.compile("|".join(rf"^https?://{re.escape(host)}/" for host in OUTSIDE_HOSTS))
 
 
 def _index(url: str) -> str:
@@ -120,28 +123,50 @@ def _cookie(state: dict[str, Any], target: Target) -> str:
     return "; ".join(f"{c['name']}={c['value']}" for c in state["cookies"] if c["domain"] == host)
 
 
-@pytest.fixture
-def journey(chromium: Browser, target: Target, signed_in: dict[str, Any]) -> Iterator[Journey]:
-    context = chromium.new_context(storage_state=signed_in, viewport=VIEWPORT)  # type: ignore[arg-type]
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if report.when == "call":
+        item.stash[FAILED] = report.failed
+    return report
+
+
+FAILED = pytest.StashKey[bool]()
+
+
+def _journey(
+    request: pytest.FixtureRequest, browser: Browser, target: Target, state: dict[str, Any] | None
+) -> Iterator[Journey]:
+    context = browser.new_context(storage_state=state, viewport=VIEWPORT)  # type: ignore[arg-type]
     context.set_default_timeout(STEP_TIMEOUT_MS)
+    # No internet here: the outside hosts fail at once rather than after a DNS timeout.
+    context.route(OUTSIDE, lambda route: route.abort("namenotresolved"))
     page = context.new_page()
     watch = Watch(target.host)
     watch.attach(page)
+    session = Api(target, _cookie(state, target)) if state else Api(target)
     try:
-        yield Journey(target, page, watch, Api(target), Api(target, _cookie(signed_in, target)))
+        yield Journey(target, page, watch, Api(target), session)
     finally:
+        # A failed journey leaves its last screen (and what its watch saw) behind.
+        if request.node.stash.get(FAILED, False) and (folder := os.environ.get("BROWSER_FAILURES")):
+            os.makedirs(folder, exist_ok=True)
+            base = os.path.join(folder, request.node.name)
+            with contextlib.suppress(Exception):  # a screenshot that fails changes nothing
+                with open(f"{base}.txt", "w", encoding="utf-8") as out:
+                    out.write(f"{page.url}\n{watch}\n\n{page.inner_text('body', timeout=5000)}")
+                page.screenshot(path=f"{base}.png", timeout=5000)
         context.close()
 
 
 @pytest.fixture
-def fresh(chromium: Browser, target: Target) -> Iterator[Journey]:
+def journey(
+    request: pytest.FixtureRequest, chromium: Browser, target: Target, signed_in: dict[str, Any]
+) -> Iterator[Journey]:
+    yield from _journey(request, chromium, target, signed_in)
+
+
+@pytest.fixture
+def fresh(request: pytest.FixtureRequest, chromium: Browser, target: Target) -> Iterator[Journey]:
     """A journey that starts signed out (the sign-in journey)."""
-    context = chromium.new_context(viewport=VIEWPORT)  # type: ignore[arg-type]
-    context.set_default_timeout(STEP_TIMEOUT_MS)
-    page = context.new_page()
-    watch = Watch(target.host)
-    watch.attach(page)
-    try:
-        yield Journey(target, page, watch, Api(target), Api(target))
-    finally:
-        context.close()
+    yield from _journey(request, chromium, target, None)
