@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint fmt schema bench bench-compare fuzz fuzz-ci browser-test clean base-image image image-test deploy-lint deploy-test
+.PHONY: install run test lint fmt schema bench bench-compare fuzz fuzz-ci browser-test browser-test-reference clean base-image image image-test deploy-lint deploy-test
 
 install: $(STAMP)
 
@@ -38,11 +38,18 @@ fmt: install
 schema: install
 	$(BIN)/python -m tools.schema
 
-# The page at /docs/openapi/ in Debian's Chromium (apt-get install chromium), driven by
-# Playwright; SCREENSHOT=docs/openapi-page.png keeps its screenshot.
+# The page at /docs/openapi/ and the journeys through Unleash's UI (tests/browser) in Debian's
+# Chromium (apt-get install chromium), driven by Playwright; SCREENSHOT=docs/openapi-page.png
+# keeps the page's screenshot, BROWSER_FAILURES=dir a failed journey's last screen.
 browser-test: install
 	$(BIN)/python -m pip install --quiet -e '.[embedded,dev,browser]'
 	$(BIN)/python -m pytest -p no:cacheprovider -m browser tests/browser
+
+# The same journeys against the reference serving its own UI (../shared/reference/setup.sh, at
+# BROWSER_REFERENCE_URL, http://127.0.0.1:4242 by default; admin / unleash4all).
+browser-test-reference: install
+	$(BIN)/python -m pip install --quiet -e '.[embedded,dev,browser]'
+	BROWSER_TARGET=reference $(BIN)/python -m pytest -p no:cacheprovider -m browser tests/browser/test_journeys.py
 
 # schemathesis against the service as a real process (tools/fuzz.py), with an admin token and
 # with a Viewer's; exit 1 on any failure. `fuzz-ci` is CI's bounded run, `fuzz` ten times as

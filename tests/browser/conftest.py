@@ -11,10 +11,12 @@ import os
 import re
 import shutil
 import urllib.request
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from tests import ROOT
 from tests.browser.ui import OUTSIDE_HOSTS, STEP_TIMEOUT_MS, Api, Journey, Target, Watch
 from tests.factories import ADMIN_TOKEN, STRONG
 from tests.harness import Harness, wait_ready
@@ -43,15 +45,12 @@ def _ours(pg18: PgServer) -> Iterator[Target]:
     harness = Harness()
     dsn = asyncio.run(pg18.new_database())
     try:
-        extra = {"UI_DIR": os.environ["UI_DIR"]} if os.environ.get("UI_DIR") else {}
         server = harness.start(
             harness.new_dir(),
             DATABASE_URL=dsn,
             INIT_ADMIN_API_TOKENS=ADMIN_TOKEN,
-            # Every journey signs in once through the form, the others through the API.
-            LOGIN_RATE_LIMIT_PER_ACCOUNT="1000",
-            LOGIN_RATE_LIMIT_PER_ADDRESS="1000",
-            **extra,
+            # The UI `make install` fetched (the service's default folder), or another.
+            UI_DIR=os.environ.get("UI_DIR", str(ROOT / ".ui")),
         )
         asyncio.run(wait_ready(server))
         target = Target("ours", server.url, USERNAME, STRONG, ADMIN_TOKEN)
@@ -150,12 +149,12 @@ def _journey(
     finally:
         # A failed journey leaves its last screen (and what its watch saw) behind.
         if request.node.stash.get(FAILED, False) and (folder := os.environ.get("BROWSER_FAILURES")):
-            os.makedirs(folder, exist_ok=True)
-            base = os.path.join(folder, request.node.name)
+            base = Path(folder) / request.node.name
+            base.parent.mkdir(parents=True, exist_ok=True)
             with contextlib.suppress(Exception):  # a screenshot that fails changes nothing
-                with open(f"{base}.txt", "w", encoding="utf-8") as out:
-                    out.write(f"{page.url}\n{watch}\n\n{page.inner_text('body', timeout=5000)}")
-                page.screenshot(path=f"{base}.png", timeout=5000)
+                text = page.inner_text("body", timeout=5000)
+                base.with_suffix(".txt").write_text(f"{page.url}\n{watch}\n\n{text}")
+                page.screenshot(path=base.with_suffix(".png"), timeout=5000)
         context.close()
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import TYPE_CHECKING, Any
+import threading
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -24,6 +25,8 @@ from tests.browser.ui import (
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from tests.browser.ui import Journey
 
 # A journey takes seconds alone, minutes on a loaded 2-core machine.
@@ -45,7 +48,7 @@ def test_sign_in_through_the_form_and_sign_out(fresh: Journey) -> None:
     projects = page.get_by_role("link", name="Projects").first
     got_it.or_(projects).first.wait_for()
     if got_it.is_visible():
-        with page.expect_response(journey_answer(fresh, "POST", r"/api/admin/splash/")):
+        with page.expect_response(fresh.answered("POST", r"/api/admin/splash/")):
             got_it.click()
     projects.wait_for()
     # The user menu holds an HTML form that posts /logout.
@@ -89,10 +92,6 @@ def test_projects_list_and_a_favourite(journey: Journey) -> None:
         page.get_by_role("button", name=then).first.click()
     assert favourite() is was
     journey.watch.assert_clean()
-
-
-def journey_answer(journey: Journey, method: str, pattern: str) -> Any:
-    return journey.answered(method, pattern)
 
 
 def urlpath(url: str) -> str:
@@ -307,25 +306,7 @@ def test_strategies_add_edit_reorder_delete(journey: Journey) -> None:
     segment_name = api.ok("GET", f"/api/admin/segments/{segment}")["name"]
     try:
         journey.flag_page(name)
-        page.get_by_role("button", name="Add strategy", exact=True).first.click()  # development
-        page.wait_for_url(re.compile(r".*/strategies/create\?.*environmentId=development"))
-        page.get_by_label("Strategy title").fill("half")
-        slider = page.get_by_role("slider")
-        slider.focus()
-        page.keyboard.press("Home")
-        for _ in range(5):
-            page.keyboard.press("PageUp")  # +10 each
-        assert slider.get_attribute("aria-valuenow") == "50"
-        add_targeting(journey, segment_name, app)
-        page.get_by_role("tab", name=re.compile("Variants")).click()
-        page.get_by_role("button", name="Add variant").click()
-        page.get_by_label("Variant name").fill("blue")
-        page.get_by_role("textbox", name="Value").fill("b")
-        with page.expect_response(
-            journey.answered("POST", r"/environments/development/strategies$")
-        ):
-            page.get_by_role("button", name="Save strategy").click()
-        page.wait_for_url(re.compile(rf".*/features/{name}$"))
+        add_rollout(journey, name, segment_name, app)
         (first,) = api.strategies(name, "development")
         assert (first["name"], first["title"], first["parameters"]["rollout"]) == (
             "flexibleRollout",
@@ -391,8 +372,31 @@ def test_strategies_add_edit_reorder_delete(journey: Journey) -> None:
         api.remove_segment(segment)
 
 
-def add_targeting(journey: Journey, segment_name: str, app: str) -> None:
-    """On the strategy form: its Targeting tab, a segment and a constraint appName IN [app]
+def add_rollout(journey: Journey, name: str, segment_name: str, app: str) -> None:
+    """From the flag page: development's 'Add strategy' (a gradual rollout), titled, at 50%,
+    with a segment, a constraint appName IN [app] and a strategy variant, saved."""
+    page = journey.page
+    page.get_by_role("button", name="Add strategy", exact=True).first.click()  # development
+    page.wait_for_url(re.compile(r".*/strategies/create\?.*environmentId=development"))
+    page.get_by_label("Strategy title").fill("half")
+    slider = page.get_by_role("slider")
+    slider.focus()
+    page.keyboard.press("Home")
+    for _ in range(5):
+        page.keyboard.press("PageUp")  # +10 each
+    assert slider.get_attribute("aria-valuenow") == "50"
+    add_targeting(journey, segment_name, app)
+    page.get_by_role("tab", name=re.compile("Variants")).click()
+    page.get_by_role("button", name="Add variant").click()
+    page.get_by_label("Variant name").fill("blue")
+    page.get_by_role("textbox", name="Value").fill("b")
+    with page.expect_response(journey.answered("POST", r"/environments/development/strategies$")):
+        page.get_by_role("button", name="Save strategy").click()
+    page.wait_for_url(re.compile(rf".*/features/{name}$"))
+
+
+def add_targeting(journey: Journey, segment_name: str, value: str, field: str = "appName") -> None:
+    """On the strategy form: its Targeting tab, a segment and a constraint field IN [value]
     (the UI validates it with POST /api/admin/constraints/validate)."""
     page = journey.page
     page.get_by_role("tab", name=re.compile("Targeting")).click()
@@ -400,7 +404,10 @@ def add_targeting(journey: Journey, segment_name: str, app: str) -> None:
     page.get_by_placeholder("Select segments").fill(segment_name)
     page.get_by_role("option", name=segment_name).click()
     page.get_by_role("button", name="Add constraint").click()
-    page.get_by_placeholder("value1, value2, value3...").fill(app)
+    if field != "appName":  # the context field a new constraint starts with
+        page.get_by_role("combobox").filter(has_text="appName").click()
+        page.get_by_role("option", name=field, exact=True).click()
+    page.get_by_placeholder("value1, value2, value3...").fill(value)
     with page.expect_response(journey.answered("POST", r"/constraints/validate$")):
         page.get_by_role("button", name="Add values").click()
     page.get_by_role("button", name="Done").click()
@@ -586,3 +593,106 @@ def test_archive_revive_and_delete(journey: Journey) -> None:
         journey.watch.assert_clean()
     finally:
         api.remove(one, two, three)
+
+
+def create_in_dialog(journey: Journey, name: str) -> None:
+    page = journey.page
+    journey.goto(f"/projects/{PROJECT}")
+    page.get_by_role("button", name="New feature flag").click()
+    page.get_by_label("Feature flag name").fill(name)
+    with page.expect_response(journey.answered("POST", r"/features/validate$")):
+        page.get_by_label("Description (optional)").fill("the SDK's")
+    with page.expect_response(journey.answered("POST", rf"/projects/{PROJECT}/features$")):
+        page.get_by_role("dialog").get_by_role("button", name="Create feature flag").click()
+    page.wait_for_url(re.compile(rf".*/projects/{PROJECT}/features/{name}$"))
+
+
+def test_the_official_python_sdk_answers_as_configured_in_the_ui(
+    journey: Journey, tmp_path: Path
+) -> None:
+    """Issue 42's example: a flag made in the dialog, a gradual rollout with a constraint
+    (sessionId IN s-1) and a segment (userId IN alice, bob), enabled in development only;
+    UnleashClient (the official Python SDK, with a development client token) then answers
+    is_enabled as configured."""
+    page, api = journey.page, journey.api
+    name = unique()
+    segment = api.segment(
+        unique("seg"), [{"contextName": "userId", "operator": "IN", "values": ["alice", "bob"]}]
+    )
+    segment_name = api.ok("GET", f"/api/admin/segments/{segment}")["name"]
+    token = api.ok(
+        "POST",
+        "/api/admin/api-tokens",
+        {
+            "tokenName": unique("sdk"),
+            "type": "client",
+            "environment": "development",
+            "projects": ["*"],
+        },
+    )["secret"]
+    try:
+        create_in_dialog(journey, name)
+        journey.flag_page(name)
+        page.get_by_role("button", name="Add strategy", exact=True).first.click()  # development
+        page.wait_for_url(re.compile(r".*/strategies/create\?.*environmentId=development"))
+        add_targeting(journey, segment_name, "s-1", field="sessionId")
+        with page.expect_response(
+            journey.answered("POST", r"/environments/development/strategies$")
+        ):
+            page.get_by_role("button", name="Save strategy").click()
+        page.wait_for_url(re.compile(rf".*/features/{name}$"))
+        switch(journey, "development", on=True)
+        assert api.environment(name, "development")["enabled"] is True
+        assert api.environment(name, "production")["enabled"] is False
+        journey.watch.assert_clean()
+        answers = sdk_answers(journey, token, name, tmp_path)
+        assert answers == {
+            ("alice", "s-1"): True,  # in the segment, the constraint holds: 100% rollout
+            ("bob", "s-1"): True,
+            ("alice", "s-2"): False,  # the constraint fails
+            ("carol", "s-1"): False,  # not in the segment
+        }
+    finally:
+        api.remove(name)
+        api.remove_segment(segment)
+        api.call("DELETE", f"/api/admin/api-tokens/{token}")
+
+
+def sdk_answers(
+    journey: Journey, token: str, name: str, cache: Path
+) -> dict[tuple[str, str], bool]:
+    # Imported here, as the SDK tests' Sdk does it (its threads start only in this journey).
+    from UnleashClient.clients.unleash_client import UnleashClient  # noqa: PLC0415
+    from UnleashClient.events import BaseEvent, UnleashEventType  # noqa: PLC0415
+
+    ready = threading.Event()
+
+    def event(event: BaseEvent) -> None:
+        if event.event_type == UnleashEventType.READY:
+            ready.set()
+
+    client = UnleashClient(
+        url=f"{journey.target.url}/api",
+        app_name=unique("browser-sdk"),
+        environment="development",
+        refresh_interval=1,
+        disable_metrics=True,
+        disable_registration=True,
+        custom_headers={"Authorization": token},
+        cache_directory=str(cache),
+        event_callback=event,
+    )
+    client.initialize_client()
+    try:
+        assert ready.wait(20), "the SDK had no flags within 20 s"
+        return {
+            (user, session): bool(client.is_enabled(name, {"userId": user, "sessionId": session}))
+            for user, session in [
+                ("alice", "s-1"),
+                ("bob", "s-1"),
+                ("alice", "s-2"),
+                ("carol", "s-1"),
+            ]
+        }
+    finally:
+        client.destroy()

@@ -178,11 +178,11 @@ class Watch:
     def allow(self, method: str, path: str, status: int) -> None:
         self.allowed.append(Allowed(method, path, status))
 
-    def _ours(self, url: str) -> bool:
+    def ours(self, url: str) -> bool:
         return urlsplit(url).netloc == self.host
 
     def _response(self, response: Response) -> None:
-        if not self._ours(response.url) or response.status < 400:
+        if not self.ours(response.url) or response.status < 400:
             return
         parts = urlsplit(response.url)
         path = parts.path + (f"?{parts.query}" if parts.query else "")
@@ -192,7 +192,7 @@ class Watch:
         # ERR_ABORTED: the UI navigated (or React unmounted) while a call was under way, and
         # Chromium dropped the answer; the call itself was answered (the server logs it).
         failure = request.failure or ""
-        if not self._ours(request.url):
+        if not self.ours(request.url):
             self.ignored.append(f"{request.method} {request.url}: {failure}")
         elif "ERR_ABORTED" not in failure:
             self.failed.append(f"{request.method} {request.url}: {failure}")
@@ -201,7 +201,7 @@ class Watch:
         if message.type != "error":
             return
         where = message.location.get("url", "") if message.location else ""
-        if where and not self._ours(where):
+        if where and not self.ours(where):
             self.ignored.append(f"console: {message.text} ({where})")
         elif message.text.startswith("Failed to load resource: the server responded with"):
             # Chromium's line for an answer >= 400 from the target: _response judges it.
@@ -246,7 +246,7 @@ class Journey:
         def match(response: Response) -> bool:
             return (
                 response.request.method == method
-                and self.watch._ours(response.url)
+                and self.watch.ours(response.url)
                 and re.search(pattern, urlsplit(response.url).path) is not None
             )
 
