@@ -37,14 +37,17 @@ CLIENT_READS = {"client": "/api/client/features", "frontend": "/api/frontend"}
 async def replicas(harness: Harness, dsn: str) -> AsyncIterator[tuple[Session, Session]]:
     """Two replicas, A and B, each with a keep-alive session of its own (no cookie jar: every
     request says which credential it carries)."""
-    env = {
-        "DATABASE_URL": dsn,
-        "INIT_ADMIN_API_TOKENS": ADMIN_TOKEN,
-        "LOG_LEVEL": "warning",
-        "LOGIN_RATE_LIMIT_PER_ADDRESS": "1000",
-        "LOGIN_RATE_LIMIT_PER_ACCOUNT": "1000",
-    }
-    servers = [await harness.serve(harness.new_dir(), **env) for _ in range(2)]
+    servers = [
+        await harness.serve(
+            harness.new_dir(),
+            DATABASE_URL=dsn,
+            INIT_ADMIN_API_TOKENS=ADMIN_TOKEN,
+            LOG_LEVEL="warning",
+            LOGIN_RATE_LIMIT_PER_ADDRESS="1000",  # a sign-in each round
+            LOGIN_RATE_LIMIT_PER_ACCOUNT="1000",
+        )
+        for _ in range(2)
+    ]
     async with contextlib.AsyncExitStack() as stack:
         a, b = [
             Session(
