@@ -1,18 +1,18 @@
 """Fuzz the running service with schemathesis: `.venv/bin/python -m tools.fuzz [--max-examples N]
 [--seed S] [--max-time SECONDS]`.
 
-Starts `python -m service serve` on 127.0.0.1 (a free port, the embedded PostgreSQL in a
-temporary DATA_DIR), seeds it over HTTP with an admin token (a project with an environment on,
-flags with strategies, variants, tags and a dependency, a segment, users, a service account with
-a token, an API token), signs in as a Viewer and makes their personal access token, then runs
-`schemathesis run` on /docs/openapi.json (every phase: examples, coverage, fuzzing, stateful)
-with the Viewer's token, then with the admin token. Every operation is fuzzed but the one
+Starts `python -m service serve` on 127.0.0.1 (a free port, the embedded PostgreSQL in a temporary
+DATA_DIR), seeds it over HTTP with an admin token (a project with an environment on, flags with
+strategies, variants, tags and a dependency, a segment, a tag type with a tag, users, a service
+account with a token, an API token), signs in as a Viewer and makes their personal access token,
+then runs `schemathesis run` on /docs/openapi.json (every phase: examples, coverage, fuzzing,
+stateful) with the Viewer's token, then with the admin token. Every operation is fuzzed but the one
 schemathesis reads the document from (GET /docs/openapi.json) and the client API's stream of
 server-sent events (it never ends; tests/client/test_client_streaming.py and
 tests/processes/test_client_streaming_load.py test it). Every check is on but those listed in
-EXCLUDED_CHECKS (and NARROWER_CHECKS: the statuses of one), each with its reason. The service
-is stopped (SIGTERM) and its directory removed whatever happens; exit 1 when schemathesis found
-a failure or an error.
+EXCLUDED_CHECKS (and NARROWER_CHECKS: the statuses of one), each with its reason. The service is
+stopped (SIGTERM) and its directory removed whatever happens; exit 1 when schemathesis found a
+failure or an error.
 
 Each token's run leaves out the one operation that revokes that very token (the run would go on
 with 401 everywhere); a short run of that operation alone follows it.
@@ -228,6 +228,8 @@ def seed(service: Service) -> Seeded:
         post("PUT", f"{flag}/variants", variants)
         post("POST", f"{flag}/on")
         post("POST", f"/api/admin/features/{name}/tags", {"value": "seeded"}, 201)
+    post("POST", "/api/admin/tag-types", {"name": "fuzz-team", "color": "#1A7F37"}, 201)
+    post("POST", "/api/admin/tags", {"type": "fuzz-team", "value": "seeded"}, 201)
     post(
         "POST",
         "/api/admin/projects/fuzz/features/fuzz-child/dependencies",
@@ -253,7 +255,8 @@ def seed(service: Service) -> Seeded:
     flags = ("fuzz-parent", "fuzz-child", "fuzz-other")
     for name in ("featureName", "child", "parent"):
         seeded.add(name, *flags)
-    seeded.add("type", "simple")
+    seeded.add("type", "simple", "fuzz-team")
+    seeded.add("name", "simple", "fuzz-team", *flags)  # tag types, and the client API's flags
     seeded.add("value", "seeded")
     seeded.viewer_token = viewer_token(service, email)
     return seeded
