@@ -89,6 +89,11 @@ CREATE FUNCTION public.event_kind(p_type text, p_data jsonb) RETURNS text
         WHEN 'ServiceAccountDeleted' THEN 'service-account-deleted'
         WHEN 'PersonalAccessTokenCreated' THEN 'pat-created'
         WHEN 'PersonalAccessTokenDeleted' THEN 'pat-deleted'
+        WHEN 'TagTypeCreated' THEN 'tag-type-created'
+        WHEN 'TagTypeUpdated' THEN 'tag-type-updated'
+        WHEN 'TagTypeDeleted' THEN 'tag-type-deleted'
+        WHEN 'TagCreated' THEN 'tag-created'
+        WHEN 'FeatureTypeLifetimeChanged' THEN 'feature-type-updated'
         ELSE p_type
     END
 $$;

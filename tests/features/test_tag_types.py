@@ -267,3 +267,41 @@ async def test_past_states_of_tag_types(client: Client, app: web.Application) ->
         "version": 1,
         "tags": [],
     }
+
+
+async def test_the_event_log_shows_them_by_unleash_s_names(client: Client) -> None:
+    await ok(await client.post(TAG_TYPES, json={"name": "team"}, headers=ADMIN), 201)
+    await ok(await client.put(f"{TAG_TYPES}/team", json={"icon": "i"}, headers=ADMIN))
+    await ok(await client.post(TAGS, json={"type": "team", "value": "core"}, headers=ADMIN), 201)
+    await ok(await client.delete(f"{TAG_TYPES}/team", headers=ADMIN))
+    await ok(
+        await client.put(
+            "/api/admin/feature-types/release/lifetime", json={"lifetimeDays": 9}, headers=ADMIN
+        )
+    )
+    found = await ok(await client.get("/api/admin/search/events?limit=5", headers=ADMIN))
+    shown = [(e["type"], e["storedType"], e["stream"], e["data"]) for e in found["events"]]
+    created = shown[4][3]
+    assert created.pop("createdAt")
+    assert shown == [
+        (
+            "feature-type-updated",
+            "FeatureTypeLifetimeChanged",
+            "feature-type/release",
+            {"id": "release", "lifetimeDays": 9},
+        ),
+        ("tag-type-deleted", "TagTypeDeleted", "tag-type/team", {"name": "team"}),
+        ("tag-created", "TagCreated", "tag-type/team", {"type": "team", "value": "core"}),
+        (
+            "tag-type-updated",
+            "TagTypeUpdated",
+            "tag-type/team",
+            {"name": "team", "description": None, "icon": "i", "color": None},
+        ),
+        (
+            "tag-type-created",
+            "TagTypeCreated",
+            "tag-type/team",
+            {"name": "team", "description": None, "icon": None, "color": None},
+        ),
+    ]
