@@ -42,11 +42,16 @@ def tag_type_missing(name: str) -> NotFound:
     return NotFound(f"Could not find tag type {name}")
 
 
+RESERVED = "validate"  # the path /api/admin/tag-types/validate is the validation
+
+
 def validate_tag_type_name(name: str, path: str = "$.name") -> str:
-    """2..50 URL-safe characters (Unleash's isUrlFriendly, min 2, max 50)."""
+    """2..50 URL-safe characters (Unleash's isUrlFriendly, min 2, max 50), not `validate`."""
     low, high = NAME_LENGTH
     if not low <= len(name) <= high:
         raise ValidationError(f"Tag type name must be {low} to {high} characters - at `{path}`")
+    if name == RESERVED:
+        raise ValidationError(f"Tag type name {RESERVED} is reserved - at `{path}`")
     return validate_name(name, path, "Tag type name")
 
 

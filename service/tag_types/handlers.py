@@ -27,6 +27,9 @@ if TYPE_CHECKING:
     from aiohttp import web
 
 TAG_TYPES = "/api/admin/tag-types"
+# A tag type by name: any name but `validate`, the path of the validation, so that each path
+# has exactly the methods the document lists (405 and its Allow header); the name is reserved.
+ONE_TAG_TYPE = TAG_TYPES + "/{name:(?!validate$)[^/]+}"
 TAGS = "/api/admin/tags"
 
 
@@ -142,15 +145,15 @@ ROUTES = [
         ok={200: ValidTagType},
         errors=(NameExists,),
     ),
-    Route("GET", TAG_TYPES + "/{name}", get_tag_type, auth.READ, ok={200: OneTagType}, past=True),
+    Route("GET", ONE_TAG_TYPE, get_tag_type, auth.READ, ok={200: OneTagType}, past=True),
     Route(
         "PUT",
-        TAG_TYPES + "/{name}",
+        ONE_TAG_TYPE,
         update_tag_type,
         auth.UPDATE_TAG_TYPE,
         body=UpdateTagType,
     ),
-    Route("DELETE", TAG_TYPES + "/{name}", delete_tag_type, auth.DELETE_TAG_TYPE),
+    Route("DELETE", ONE_TAG_TYPE, delete_tag_type, auth.DELETE_TAG_TYPE),
     Route("GET", TAGS, list_all_tags, auth.READ, ok={200: TagItemList}, past=True),
     Route(
         "POST",

@@ -115,6 +115,7 @@ async def test_tag_type_bodies_are_validated(client: Client, app: web.Applicatio
         ({"name": "x" * 51}, "Tag type name must be 2 to 50 characters - at `$.name`"),
         ({"name": "a b"}, "Tag type name may only contain letters, digits"),
         ({"name": ".."}, "Tag type name may only contain letters, digits"),
+        ({"name": "validate"}, "Tag type name validate is reserved - at `$.name`"),
         ({"name": "ok", "color": "red"}, "Expected `str` matching regex"),
         ({"name": "ok", "description": 5}, "Expected `str | null`, got `int` - at `$.description`"),
     ]:
@@ -126,6 +127,10 @@ async def test_tag_type_bodies_are_validated(client: Client, app: web.Applicatio
     # unlike Unleash, which answers 200 (and records an update of nothing)
     resp = await client.put(f"{TAG_TYPES}/nope", json={"description": "x"}, headers=ADMIN)
     assert await error(resp, 404, "NotFoundError") == "Could not find tag type nope"
+    # /validate takes POST only (no tag type has that name)
+    resp = await client.get(f"{TAG_TYPES}/validate", headers=ADMIN)
+    await error(resp, 405, "MethodNotAllowedError")
+    assert resp.headers["Allow"] == "POST"
     assert await event_count(app) == before
 
 
@@ -144,7 +149,7 @@ async def test_a_name_is_accepted_exactly_when_the_rule_allows_it(
     allowed = (
         2 <= len(name) <= 50
         and re.fullmatch(r"[A-Za-z0-9\-_.!~*'()]+", name) is not None
-        and name != ".."
+        and name not in {"..", "validate"}
     )
     resp = await client.post(f"{TAG_TYPES}/validate", json={"name": name}, headers=ADMIN)
     if not allowed:
