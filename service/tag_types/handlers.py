@@ -85,10 +85,8 @@ async def delete_tag_type(request: web.Request) -> web.Response:
     name = request.match_info["name"]
     async with unit_of_work(request) as uow:
         exists = await uow.conn.fetchrow(queries.LOCK_TAG_TYPE, name) is not None
-        rows = await uow.conn.fetch(queries.LOCK_TAGGED, name) if exists else []
-        untagged, deleted = domain.delete_tag_type(
-            name, exists=exists, tagged=[domain.Tagged(**dict(r)) for r in rows]
-        )
+        tagged = await queries.lock_tagged(uow.conn, name) if exists else []
+        untagged, deleted = domain.delete_tag_type(name, exists=exists, tagged=tagged)
         for event in untagged:
             await uow.append(("feature", event.name), [event], actor(request))
         await uow.append(domain.stream(name), [deleted], actor(request))

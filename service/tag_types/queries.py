@@ -3,6 +3,13 @@ locks that make changes to one tag type queue, and the rows responses are built 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from service.tag_types import domain
+
+if TYPE_CHECKING:
+    from eventlog.connections import Conn
+
 # --- rows of responses --------------------------------------------------------------------------
 
 _TAG_TYPE = "SELECT name, description, icon, color FROM tag_types"
@@ -33,3 +40,17 @@ ORDER BY t.feature_name, t.value
 FOR UPDATE OF f
 """
 TAG_EXISTS = "SELECT EXISTS (SELECT 1 FROM tags WHERE type = $1 AND value = $2)"
+
+
+async def lock_tagged(conn: Conn, tag_type: str) -> list[domain.Tagged]:
+    """The tags of the type on flags, every such flag locked (the type's row is locked
+    already, so no flag is tagged with it meanwhile). A statement that waited for a flag's lock
+    read the tags as they were when it began, and a clone committed meanwhile may have copied
+    tags of the type onto a new flag: the query runs again, with a newer view, until a run
+    finds what the one before it found, every flag in it locked."""
+    found: list[domain.Tagged] = []
+    while True:
+        rows = [domain.Tagged(**dict(r)) for r in await conn.fetch(LOCK_TAGGED, tag_type)]
+        if rows == found:
+            return found
+        found = rows
