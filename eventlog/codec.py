@@ -12,6 +12,7 @@ import msgspec
 from eventlog.events import features, users
 from eventlog.events.api_tokens import ApiTokenCreated, ApiTokenDeleted
 from eventlog.events.base import Declared, Event, Metadata, Upcasters
+from eventlog.events.feature_types import FeatureTypeDefined, FeatureTypeLifetimeChanged
 from eventlog.events.features import (
     DependencyAdded,
     DependencyRemoved,
@@ -40,6 +41,7 @@ from eventlog.events.projects import (
     ProjectEnvironmentDisabled,
     ProjectEnvironmentEnabled,
 )
+from eventlog.events.tags import TagCreated, TagTypeCreated, TagTypeDeleted, TagTypeUpdated
 from eventlog.events.users import (
     PasswordChanged,
     PersonalAccessTokenCreated,
@@ -106,6 +108,12 @@ DomainEvent: TypeAlias = (
     | PersonalAccessTokenDeleted
     | PersonalAccessTokensSeen
     | PersonalDataErased
+    | TagTypeCreated
+    | TagTypeUpdated
+    | TagTypeDeleted
+    | TagCreated
+    | FeatureTypeDefined
+    | FeatureTypeLifetimeChanged
 )
 
 EVENT_TYPES: Final[dict[str, type[Event]]] = {cls.type_name(): cls for cls in get_args(DomainEvent)}

@@ -7,7 +7,16 @@ from __future__ import annotations
 
 from typing import Final, NamedTuple
 
-from projections import accounts, activity, api_tokens, features, projects, segments
+from projections import (
+    accounts,
+    activity,
+    api_tokens,
+    feature_types,
+    features,
+    projects,
+    segments,
+    tag_types,
+)
 
 
 class Part(NamedTuple):
@@ -37,6 +46,9 @@ PARTS: Final[dict[str, Part | None]] = {
     features.FEATURE_STRATEGIES.name: Part("flag", "feature_name", "strategies"),
     features.FEATURE_TAGS.name: Part("flag", "feature_name", "tags"),
     features.FEATURE_DEPENDENCIES.name: Part("flag", "child", "dependencies"),
+    tag_types.TAG_TYPES.name: Part("tag-type", "name"),
+    tag_types.TAGS.name: Part("tag-type", "type", "tags"),
+    feature_types.FEATURE_TYPES.name: Part("feature-type", "id"),
     # Counts per actor and day (reporting), not the state of anything.
     activity.ACTIVITY_DAILY.name: None,
 }

@@ -34,6 +34,7 @@ from service.audit import handlers as audit
 from service.client import handlers as client
 from service.client.feed import RELEVANT, Feed
 from service.errors import NotReady
+from service.feature_types import handlers as feature_types
 from service.features.handlers import clone, dependencies, flags, segments, strategies, tags
 from service.frontend import handlers as frontend
 from service.frontend.engine import FRONTEND_ENGINES, Engines
@@ -45,6 +46,7 @@ from service.lifecycle import Lifecycle
 from service.metrics import METRICS, Metrics, prometheus
 from service.privacy import erasure
 from service.projects import handlers as projects
+from service.tag_types import handlers as tag_types
 from service.telemetry import handlers as telemetry
 from service.telemetry import retention
 from service.users import deletions
@@ -122,6 +124,8 @@ ROUTES: list[Route] = [
     *dependencies.ROUTES,
     *clone.ROUTES,
     *segments.ROUTES,
+    *tag_types.ROUTES,
+    *feature_types.ROUTES,
     *audit.ROUTES,
     *client.ROUTES,
     *telemetry.ROUTES,

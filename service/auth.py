@@ -33,6 +33,9 @@ DELETE_PROJECT: Final = "DELETE_PROJECT"
 CREATE_SEGMENT: Final = "CREATE_SEGMENT"
 UPDATE_SEGMENT: Final = "UPDATE_SEGMENT"
 DELETE_SEGMENT: Final = "DELETE_SEGMENT"
+CREATE_TAG_TYPE: Final = "CREATE_TAG_TYPE"
+UPDATE_TAG_TYPE: Final = "UPDATE_TAG_TYPE"
+DELETE_TAG_TYPE: Final = "DELETE_TAG_TYPE"
 PUBLIC: Final = "PUBLIC"  # declared by routes that need no principal at all
 # The client API (SDKs: flags to evaluate, registration, metrics): client tokens hold it, and
 # admin tokens through ADMIN, as in Unleash. The frontend API: frontend tokens (and ADMIN).
@@ -90,6 +93,9 @@ ROOT_ROLES: Final = {
                     CREATE_SEGMENT,
                     UPDATE_SEGMENT,
                     DELETE_SEGMENT,
+                    CREATE_TAG_TYPE,
+                    UPDATE_TAG_TYPE,
+                    DELETE_TAG_TYPE,
                 }
             ),
         ),

@@ -89,6 +89,11 @@ CREATE FUNCTION public.event_kind(p_type text, p_data jsonb) RETURNS text
         WHEN 'ServiceAccountDeleted' THEN 'service-account-deleted'
         WHEN 'PersonalAccessTokenCreated' THEN 'pat-created'
         WHEN 'PersonalAccessTokenDeleted' THEN 'pat-deleted'
+        WHEN 'TagTypeCreated' THEN 'tag-type-created'
+        WHEN 'TagTypeUpdated' THEN 'tag-type-updated'
+        WHEN 'TagTypeDeleted' THEN 'tag-type-deleted'
+        WHEN 'TagCreated' THEN 'tag-created'
+        WHEN 'FeatureTypeLifetimeChanged' THEN 'feature-type-updated'
         ELSE p_type
     END
 $$;
@@ -654,6 +659,15 @@ CREATE TABLE readmodel.feature_tags (
     created_at timestamp with time zone NOT NULL
 );
 
+-- Name: feature_types; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.feature_types (
+    id text NOT NULL,
+    name text NOT NULL,
+    description text NOT NULL,
+    lifetime_days integer,
+    sort_order integer NOT NULL
+);
+
 -- Name: features; Type: TABLE; Schema: readmodel
 CREATE TABLE readmodel.features (
     name text NOT NULL,
@@ -710,6 +724,21 @@ CREATE TABLE readmodel.sessions (
     user_id bigint NOT NULL,
     created_at timestamp with time zone NOT NULL,
     expires_at timestamp with time zone NOT NULL
+);
+
+-- Name: tag_types; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.tag_types (
+    name text NOT NULL,
+    description text,
+    icon text,
+    color text,
+    created_at timestamp with time zone NOT NULL
+);
+
+-- Name: tags; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.tags (
+    type text NOT NULL,
+    value text NOT NULL
 );
 
 -- Name: user_passwords; Type: TABLE; Schema: readmodel
@@ -974,6 +1003,10 @@ ALTER TABLE ONLY readmodel.feature_strategies
 ALTER TABLE ONLY readmodel.feature_tags
     ADD CONSTRAINT feature_tags_pkey PRIMARY KEY (feature_name, type, value);
 
+-- Name: feature_types feature_types_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.feature_types
+    ADD CONSTRAINT feature_types_pkey PRIMARY KEY (id);
+
 -- Name: features features_pkey; Type: CONSTRAINT; Schema: readmodel
 ALTER TABLE ONLY readmodel.features
     ADD CONSTRAINT features_pkey PRIMARY KEY (name);
@@ -1005,6 +1038,14 @@ ALTER TABLE ONLY readmodel.segments
 -- Name: sessions sessions_pkey; Type: CONSTRAINT; Schema: readmodel
 ALTER TABLE ONLY readmodel.sessions
     ADD CONSTRAINT sessions_pkey PRIMARY KEY (session_hash);
+
+-- Name: tag_types tag_types_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.tag_types
+    ADD CONSTRAINT tag_types_pkey PRIMARY KEY (name);
+
+-- Name: tags tags_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.tags
+    ADD CONSTRAINT tags_pkey PRIMARY KEY (type, value);
 
 -- Name: user_passwords user_passwords_pkey; Type: CONSTRAINT; Schema: readmodel
 ALTER TABLE ONLY readmodel.user_passwords

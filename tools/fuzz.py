@@ -3,8 +3,8 @@
 
 Starts `python -m service serve` on 127.0.0.1 (a free port, the embedded PostgreSQL in a
 temporary DATA_DIR), seeds it over HTTP with an admin token (a project with an environment on,
-flags with strategies, variants, tags and a dependency, a segment, users, a service account with
-a token, an API token), signs in as a Viewer and makes their personal access token, then runs
+flags with strategies, variants, tags and a dependency, a segment, a tag type with a tag, users,
+a service account with a token, an API token), signs in as a Viewer and makes their personal access token, then runs
 `schemathesis run` on /docs/openapi.json (every phase: examples, coverage, fuzzing, stateful)
 with the Viewer's token, then with the admin token. Every operation is fuzzed but the one
 schemathesis reads the document from (GET /docs/openapi.json). The client API's stream of
@@ -236,6 +236,8 @@ def seed(service: Service) -> Seeded:
         post("PUT", f"{flag}/variants", variants)
         post("POST", f"{flag}/on")
         post("POST", f"/api/admin/features/{name}/tags", {"value": "seeded"}, 201)
+    post("POST", "/api/admin/tag-types", {"name": "fuzz-team", "color": "#1A7F37"}, 201)
+    post("POST", "/api/admin/tags", {"type": "fuzz-team", "value": "seeded"}, 201)
     post(
         "POST",
         "/api/admin/projects/fuzz/features/fuzz-child/dependencies",
@@ -261,7 +263,8 @@ def seed(service: Service) -> Seeded:
     flags = ("fuzz-parent", "fuzz-child", "fuzz-other")
     for name in ("featureName", "child", "parent"):
         seeded.add(name, *flags)
-    seeded.add("type", "simple")
+    seeded.add("type", "simple", "fuzz-team")
+    seeded.add("name", "simple", "fuzz-team", *flags)  # tag types, and the client API's flags
     seeded.add("value", "seeded")
     seeded.viewer_token = viewer_token(service, email)
     return seeded

@@ -29,6 +29,8 @@ KINDS: Final = (
     "user",
     "service-account",
     "api-token",
+    "tag-type",
+    "feature-type",
 )
 _SNAKE = re.compile(r"_([a-z0-9])")
 _json = msgspec.json.Decoder()

@@ -16,6 +16,7 @@ import msgspec
 
 from eventlog.events.api_tokens import ApiTokenCreated, ApiTokenDeleted
 from eventlog.events.base import Event
+from eventlog.events.feature_types import FeatureTypeLifetimeChanged
 from eventlog.events.features import (
     DependencyAdded,
     DependencyRemoved,
@@ -44,6 +45,7 @@ from eventlog.events.projects import (
     ProjectEnvironmentDisabled,
     ProjectEnvironmentEnabled,
 )
+from eventlog.events.tags import TagCreated
 from eventlog.events.users import (
     PersonalAccessTokenCreated,
     PersonalAccessTokenDeleted,
@@ -345,6 +347,10 @@ def data(event: DomainEvent) -> Any:  # noqa: C901, PLR0911, PLR0912 - a shape p
             }
         case UsersImported():
             return camel(event)
+        case TagCreated(tag_type=tag_type, value=value):
+            return {"type": tag_type, "value": value}
+        case FeatureTypeLifetimeChanged(feature_type_id=type_id, lifetime_days=days):
+            return {"id": type_id, "lifetimeDays": days}
     # Ours, with no Unleash counterpart: the stored data, camelCase, secrets left out.
     return camel(event)
 

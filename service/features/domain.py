@@ -41,6 +41,7 @@ from eventlog.events.features import (
     StrategyVariant,
     Variant,
 )
+from service import names
 from service.errors import Conflict, InvalidOperation, NameExists, NotFound, ValidationError
 from service.features import commands
 from service.names import validate_name
@@ -386,17 +387,10 @@ def strategy_data(body: StrategyBody, strategy_id: str, default_sort_order: int)
 
 # --- tags ---------------------------------------------------------------------------------------
 
-TAG_TYPES = frozenset({"simple"})  # built in, as in Unleash
-TAG_VALUE_LENGTH = (2, 50)
-
 
 def tag_value(body_value: str) -> str:
-    """Tag values are trimmed and 2..50 characters long."""
-    value = body_value.strip()
-    low, high = TAG_VALUE_LENGTH
-    if not low <= len(value) <= high:
-        raise ValidationError(f"Tag value must be {low} to {high} characters - at `$.value`")
-    return value
+    """Tag values are trimmed and 2..50 characters long (service/names.py)."""
+    return names.tag_value(body_value)
 
 
 def _active_flag_project(name: str, project: str | None) -> str:
@@ -406,12 +400,19 @@ def _active_flag_project(name: str, project: str | None) -> str:
     return project
 
 
-def add_tag(
-    name: str, body: TagBody, *, project: str | None, has_tag: bool, now: datetime
+def add_tag(  # noqa: PLR0913 - the facts the rules need
+    name: str,
+    body: TagBody,
+    *,
+    type_exists: bool,
+    project: str | None,
+    has_tag: bool,
+    now: datetime,
 ) -> FeatureTagged:
-    """`project`: the flag's, None when no active flag has that name."""
+    """`project`: the flag's, None when no active flag has that name; `type_exists`: whether
+    the tag type exists (as in Unleash, a tag of an unknown type is a 400)."""
     value = tag_value(body.value)
-    if body.type not in TAG_TYPES:
+    if not type_exists:
         raise ValidationError(f"Tag type {body.type} does not exist - at `$.type`")
     project = _active_flag_project(name, project)
     if has_tag:

@@ -20,10 +20,33 @@ if TYPE_CHECKING:
 
     from eventlog.connections import Conn
 
+# --- potentially stale ---------------------------------------------------------------------------
+
+# The instant a read is about: now, or in a read of a past state (`?at=`, service/http/past.py)
+# the time it reads, which that read sets for its transaction.
+CLOCK = "coalesce(nullif(current_setting('flagstore.clock', true), '')::timestamptz, now())"
+
+
+def potentially_stale(flag: str = "f") -> str:
+    """SQL, a boolean: whether the flag (the `features` row under that alias) has outlived the
+    expected lifetime of its type (read model `feature_types`) at CLOCK, as Unleash's rule
+    says: now > created_at + lifetimeDays; never for a type whose lifetime is null. Computed at
+    read time, so it holds the moment a lifetime changes (Unleash recomputes it every few
+    minutes). It says nothing of `stale`: Unleash's filters and counts take "potentially stale"
+    as `potentially_stale AND NOT stale` (the search's `state=IS:potentially-stale`).
+    The age is compared as an interval, so a lifetime of 2^31 - 1 days cannot overflow a
+    timestamp."""
+    return (
+        f"coalesce(({CLOCK}) - {flag}.created_at > (SELECT ft.lifetime_days FROM feature_types ft"  # noqa: S608 - our names
+        f" WHERE ft.id = {flag}.type) * interval '1 day', false)"
+    )
+
+
 # --- rows of responses --------------------------------------------------------------------------
 
 _FEATURE = """
 SELECT f.name, f.project, f.type, f.description, f.impression_data, f.stale, f.created_at,
+       POTENTIALLY_STALE AS potentially_stale,
        f.archived_at, f.lifecycle_stage, f.lifecycle_entered_at,
        array(SELECT t.type FROM feature_tags t WHERE t.feature_name = f.name
              ORDER BY t.type, t.value) AS tag_types,
@@ -40,7 +63,7 @@ SELECT f.name, f.project, f.type, f.description, f.impression_data, f.stale, f.c
        (SELECT max(l.last_seen_at) FROM telemetry.feature_last_seen l
         WHERE l.feature_name = f.name AND l.last_seen_at >= f.created_at) AS last_seen_at
 FROM features f
-"""
+""".replace("POTENTIALLY_STALE", potentially_stale("f"))
 FEATURE_IN_PROJECT = _FEATURE + "WHERE f.name = $1 AND f.project = $2"
 ACTIVE_FEATURES_IN_PROJECT = (
     _FEATURE + "WHERE f.project = $1 AND f.archived_at IS NULL ORDER BY f.name"
@@ -162,6 +185,9 @@ LOCK_SEGMENTS_SHARED = "SELECT id FROM segments WHERE id = ANY($1::integer[]) FO
 LOCK_FEATURE_BY_NAME = """
 SELECT project FROM features WHERE name = $1 AND archived_at IS NULL FOR UPDATE
 """
+# Tagging a flag share-locks the tag type (before the flag): a type cannot be deleted while a
+# flag is being tagged with it, and its deletion sees every tag put on meanwhile.
+LOCK_TAG_TYPE_SHARED = "SELECT 1 FROM tag_types WHERE name = $1 FOR SHARE"
 HAS_TAG = """
 SELECT EXISTS (SELECT 1 FROM feature_tags WHERE feature_name = $1 AND type = $2 AND value = $3)
 """

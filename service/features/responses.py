@@ -186,6 +186,7 @@ class Feature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     project: str
     enabled: bool
     stale: bool
+    potentially_stale: bool = False  # docs/behavior.md, "Potentially stale flags"
     favorite: bool = False
     impression_data: bool
     archived: bool
@@ -286,6 +287,7 @@ class Feature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
             project=row["project"],
             enabled=any(e.enabled for e in built),
             stale=row["stale"],
+            potentially_stale=row["potentially_stale"],
             impression_data=row["impression_data"],
             archived=row["archived_at"] is not None,
             created_at=row["created_at"],

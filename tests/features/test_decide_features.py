@@ -1038,47 +1038,72 @@ def test_clone_strategy_adds_no_group_id_to_a_strategy_without_one() -> None:
 
 def test_add_tag_tags_the_flag_with_the_trimmed_value() -> None:
     body = commands.TagBody(value="  beta  ")
-    assert domain.add_tag("f", body, project="p", has_tag=False, now=NOW) == FeatureTagged(
-        name="f", tag_type="simple", value="beta", tagged_at=NOW, project="p"
-    )
+    assert domain.add_tag(
+        "f", body, type_exists=True, project="p", has_tag=False, now=NOW
+    ) == FeatureTagged(name="f", tag_type="simple", value="beta", tagged_at=NOW, project="p")
 
 
 @pytest.mark.parametrize("value", ["ab", "x" * 50, " " + "y" * 50 + " "])
 def test_add_tag_accepts_values_of_2_to_50_characters_after_trimming(value: str) -> None:
-    event = domain.add_tag("f", commands.TagBody(value=value), project="p", has_tag=False, now=NOW)
+    event = domain.add_tag(
+        "f", commands.TagBody(value=value), type_exists=True, project="p", has_tag=False, now=NOW
+    )
     assert event.value == value.strip()
 
 
 @pytest.mark.parametrize("value", ["", "a", "  a  ", "x" * 51])
 def test_add_tag_refuses_a_value_too_short_or_too_long(value: str) -> None:
     with pytest.raises(ValidationError) as caught:
-        domain.add_tag("f", commands.TagBody(value=value), project="p", has_tag=False, now=NOW)
+        domain.add_tag(
+            "f",
+            commands.TagBody(value=value),
+            type_exists=True,
+            project="p",
+            has_tag=False,
+            now=NOW,
+        )
     assert caught.value.message == "Tag value must be 2 to 50 characters - at `$.value`"
 
 
 def test_add_tag_refuses_an_unknown_tag_type() -> None:
     body = commands.TagBody(type="team", value="core")
     with pytest.raises(ValidationError) as caught:
-        domain.add_tag("f", body, project="p", has_tag=False, now=NOW)
+        domain.add_tag("f", body, type_exists=False, project="p", has_tag=False, now=NOW)
     assert caught.value.message == "Tag type team does not exist - at `$.type`"
 
 
 def test_add_tag_refuses_a_flag_that_is_not_active() -> None:
     with pytest.raises(NotFound) as caught:
-        domain.add_tag("f", commands.TagBody(value="beta"), project=None, has_tag=False, now=NOW)
+        domain.add_tag(
+            "f",
+            commands.TagBody(value="beta"),
+            type_exists=True,
+            project=None,
+            has_tag=False,
+            now=NOW,
+        )
     assert caught.value.message == "There is no active flag named f"
 
 
 def test_add_tag_refuses_a_tag_the_flag_already_has() -> None:
     with pytest.raises(Conflict) as caught:
-        domain.add_tag("f", commands.TagBody(value=" beta "), project="p", has_tag=True, now=NOW)
+        domain.add_tag(
+            "f",
+            commands.TagBody(value=" beta "),
+            type_exists=True,
+            project="p",
+            has_tag=True,
+            now=NOW,
+        )
     assert caught.value.message == "Flag f already has the tag simple:beta"
     assert caught.value.status == 409
 
 
 def test_add_tag_checks_value_then_type_then_flag_then_duplicate() -> None:
     def attempt(body: commands.TagBody) -> None:
-        domain.add_tag("f", body, project=None, has_tag=True, now=NOW)
+        domain.add_tag(
+            "f", body, type_exists=body.type == "simple", project=None, has_tag=True, now=NOW
+        )
 
     with pytest.raises(ValidationError, match="Tag value must be"):
         attempt(commands.TagBody(type="team", value="x"))

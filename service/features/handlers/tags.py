@@ -35,9 +35,12 @@ async def add_tag(request: web.Request) -> web.Response:
     body = await read_json(request, TagBody)
     value = domain.tag_value(body.value)
     async with unit_of_work(request) as uow:
+        # The tag type before the flag: deleting a type locks it, then the flags it untags.
+        type_exists = await uow.conn.fetchval(queries.LOCK_TAG_TYPE_SHARED, body.type)
         event = domain.add_tag(
             name,
             body,
+            type_exists=type_exists is not None,
             project=await uow.conn.fetchval(queries.LOCK_FEATURE_BY_NAME, name),
             has_tag=await uow.conn.fetchval(queries.HAS_TAG, name, body.type, value),
             now=datetime.now(UTC),
