@@ -4,8 +4,8 @@
 Starts `python -m service serve` on 127.0.0.1 (a free port, the embedded PostgreSQL in a
 temporary DATA_DIR), seeds it over HTTP with an admin token (a project with an environment on,
 flags with strategies, variants, tags and a dependency, a segment, a tag type with a tag, users,
-a service account with a token, an API token), signs in as a Viewer and makes their personal access token, then runs
-`schemathesis run` on /docs/openapi.json (every phase: examples, coverage, fuzzing, stateful)
+a service account with a token, an API token), signs in as a Viewer and makes their personal
+access token, then runs `schemathesis run` on /docs/openapi.json (every phase: examples, coverage, fuzzing, stateful)
 with the Viewer's token, then with the admin token. Every operation is fuzzed but the one
 schemathesis reads the document from (GET /docs/openapi.json). The client API's stream of
 server-sent events never ends: schemathesis reads its first event (STREAM_EVENTS) and checks
