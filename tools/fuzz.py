@@ -1,18 +1,17 @@
 """Fuzz the running service with schemathesis: `.venv/bin/python -m tools.fuzz [--max-examples N]
 [--seed S] [--max-time SECONDS]`.
 
-Starts `python -m service serve` on 127.0.0.1 (a free port, the embedded PostgreSQL in a
-temporary DATA_DIR), seeds it over HTTP with an admin token (a project with an environment on,
-flags with strategies, variants, tags and a dependency, a segment, a tag type with a tag, users,
-a service account with a token, an API token), signs in as a Viewer and makes their personal
-access token, then runs `schemathesis run` on /docs/openapi.json (every phase: examples, coverage, fuzzing, stateful)
-with the Viewer's token, then with the admin token. Every operation is fuzzed but the one
-schemathesis reads the document from (GET /docs/openapi.json). The client API's stream of
-server-sent events never ends: schemathesis reads its first event (STREAM_EVENTS) and checks
-it against the document's `text/event-stream` schema. Every check is on but those listed in
-EXCLUDED_CHECKS (and NARROWER_CHECKS: the statuses of one), each with its reason. The service
-is stopped (SIGTERM) and its directory removed whatever happens; exit 1 when schemathesis found
-a failure or an error.
+Starts `python -m service serve` on 127.0.0.1 (a free port, the embedded PostgreSQL in a temporary
+DATA_DIR), seeds it over HTTP with an admin token (a project with an environment on, flags with
+strategies, variants, tags and a dependency, a segment, a tag type with a tag, users, a service
+account with a token, an API token), signs in as a Viewer and makes their personal access token,
+then runs `schemathesis run` on /docs/openapi.json (every phase: examples, coverage, fuzzing,
+stateful) with the Viewer's token, then with the admin token. Every operation is fuzzed but the one
+schemathesis reads the document from (GET /docs/openapi.json). The client API's stream of server-
+sent events never ends: schemathesis reads its first event (STREAM_EVENTS) and checks it against
+the document's `text/event-stream` schema. Every check is on but those listed in EXCLUDED_CHECKS
+(and NARROWER_CHECKS: the statuses of one), each with its reason. The service is stopped (SIGTERM)
+and its directory removed whatever happens; exit 1 when schemathesis found a failure or an error.
 
 Each token's run leaves out the one operation that revokes that very token (the run would go on
 with 401 everywhere); a short run of that operation alone follows it.
