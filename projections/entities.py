@@ -7,7 +7,16 @@ from __future__ import annotations
 
 from typing import Final, NamedTuple
 
-from projections import accounts, activity, api_tokens, features, projects, segments
+from projections import (
+    accounts,
+    activity,
+    api_tokens,
+    context_fields,
+    features,
+    projects,
+    segments,
+    strategy_definitions,
+)
 
 
 class Part(NamedTuple):
@@ -37,6 +46,9 @@ PARTS: Final[dict[str, Part | None]] = {
     features.FEATURE_STRATEGIES.name: Part("flag", "feature_name", "strategies"),
     features.FEATURE_TAGS.name: Part("flag", "feature_name", "tags"),
     features.FEATURE_DEPENDENCIES.name: Part("flag", "child", "dependencies"),
+    strategy_definitions.STRATEGY_DEFINITIONS.name: Part("strategy-type", "name"),
+    strategy_definitions.STRATEGY_DEPRECATIONS.name: Part("strategy-type", "name", "deprecation"),
+    context_fields.CONTEXT_FIELDS.name: Part("context-field", "name"),
     # Counts per actor and day (reporting), not the state of anything.
     activity.ACTIVITY_DAILY.name: None,
 }

@@ -5,7 +5,16 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, NamedTuple
 
-from projections import accounts, activity, api_tokens, features, projects, segments
+from projections import (
+    accounts,
+    activity,
+    api_tokens,
+    context_fields,
+    features,
+    projects,
+    segments,
+    strategy_definitions,
+)
 
 if TYPE_CHECKING:
     from eventlog.events.base import Event
@@ -17,6 +26,8 @@ INLINE: tuple[Projection, ...] = (
     projects.PROJECTION,
     segments.PROJECTION,
     features.PROJECTION,
+    strategy_definitions.PROJECTION,
+    context_fields.PROJECTION,
 )
 ASYNC: tuple[Projection, ...] = (activity.PROJECTION,)
 ALL: tuple[Projection, ...] = INLINE + ASYNC
@@ -45,6 +56,15 @@ class Group(NamedTuple):
 GROUPS: tuple[Group, ...] = (
     Group((features.PROJECTION,), shard=0, shards=2),
     Group((features.PROJECTION,), shard=1, shards=2),
-    Group((accounts.PROJECTION, projects.PROJECTION, segments.PROJECTION, api_tokens.PROJECTION)),
+    Group(
+        (
+            accounts.PROJECTION,
+            projects.PROJECTION,
+            segments.PROJECTION,
+            api_tokens.PROJECTION,
+            strategy_definitions.PROJECTION,
+            context_fields.PROJECTION,
+        )
+    ),
     Group((activity.PROJECTION,)),
 )
