@@ -33,6 +33,7 @@ from service.appkeys import (
 from service.audit import handlers as audit
 from service.client import handlers as client
 from service.client.feed import RELEVANT, Feed
+from service.context import handlers as context_fields
 from service.errors import NotReady
 from service.features.handlers import clone, dependencies, flags, segments, strategies, tags
 from service.frontend import handlers as frontend
@@ -45,6 +46,7 @@ from service.lifecycle import Lifecycle
 from service.metrics import METRICS, Metrics, prometheus
 from service.privacy import erasure
 from service.projects import handlers as projects
+from service.strategies import handlers as strategy_types
 from service.telemetry import handlers as telemetry
 from service.telemetry import retention
 from service.users import deletions
@@ -122,6 +124,8 @@ ROUTES: list[Route] = [
     *dependencies.ROUTES,
     *clone.ROUTES,
     *segments.ROUTES,
+    *strategy_types.ROUTES,
+    *context_fields.ROUTES,
     *audit.ROUTES,
     *client.ROUTES,
     *telemetry.ROUTES,

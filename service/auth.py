@@ -33,6 +33,12 @@ DELETE_PROJECT: Final = "DELETE_PROJECT"
 CREATE_SEGMENT: Final = "CREATE_SEGMENT"
 UPDATE_SEGMENT: Final = "UPDATE_SEGMENT"
 DELETE_SEGMENT: Final = "DELETE_SEGMENT"
+CREATE_STRATEGY: Final = "CREATE_STRATEGY"
+UPDATE_STRATEGY: Final = "UPDATE_STRATEGY"
+DELETE_STRATEGY: Final = "DELETE_STRATEGY"
+CREATE_CONTEXT_FIELD: Final = "CREATE_CONTEXT_FIELD"
+UPDATE_CONTEXT_FIELD: Final = "UPDATE_CONTEXT_FIELD"
+DELETE_CONTEXT_FIELD: Final = "DELETE_CONTEXT_FIELD"
 PUBLIC: Final = "PUBLIC"  # declared by routes that need no principal at all
 # The client API (SDKs: flags to evaluate, registration, metrics): client tokens hold it, and
 # admin tokens through ADMIN, as in Unleash. The frontend API: frontend tokens (and ADMIN).
@@ -90,6 +96,13 @@ ROOT_ROLES: Final = {
                     CREATE_SEGMENT,
                     UPDATE_SEGMENT,
                     DELETE_SEGMENT,
+                    # Unleash's Editor holds these too (its role seeding).
+                    CREATE_STRATEGY,
+                    UPDATE_STRATEGY,
+                    DELETE_STRATEGY,
+                    CREATE_CONTEXT_FIELD,
+                    UPDATE_CONTEXT_FIELD,
+                    DELETE_CONTEXT_FIELD,
                 }
             ),
         ),
