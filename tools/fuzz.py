@@ -3,7 +3,8 @@
 
 Starts `python -m service serve` on 127.0.0.1 (a free port, the embedded PostgreSQL in a
 temporary DATA_DIR), seeds it over HTTP with an admin token (a project with an environment on,
-flags with strategies, variants, tags and a dependency, a segment, users, a service account with
+flags with strategies, variants, tags and a dependency, a segment, a custom strategy type and
+context field that the flags' strategies use, users, a service account with
 a token, an API token), signs in as a Viewer and makes their personal access token, then runs
 `schemathesis run` on /docs/openapi.json (every phase: examples, coverage, fuzzing, stateful)
 with the Viewer's token, then with the admin token. Every operation is fuzzed but the one
@@ -222,6 +223,10 @@ def seed(service: Service) -> Seeded:
         },
         201,
     )
+    # A custom strategy type and context field, which the flags' strategies use (a delete of
+    # the type then meets its 409, the field's strategies route finds them).
+    post("POST", "/api/admin/strategies", {"name": "fuzz-type", "parameters": []}, 201)
+    post("POST", "/api/admin/context", {"name": "fuzz-field"}, 201)
     for name in ("fuzz-parent", "fuzz-child", "fuzz-other"):
         post("POST", "/api/admin/projects/fuzz/features", {"name": name, "description": "seed"})
         flag = f"/api/admin/projects/fuzz/features/{name}/environments/staging"
@@ -232,6 +237,8 @@ def seed(service: Service) -> Seeded:
             "segments": [segment["id"]],
         }
         seeded.add("strategyId", post("POST", f"{flag}/strategies", strategy)["id"])
+        on_field = [{"contextName": "fuzz-field", "operator": "IN", "values": ["x"]}]
+        post("POST", f"{flag}/strategies", {"name": "fuzz-type", "constraints": on_field})
         variants = [{"name": "blue", "weight": 500}, {"name": "green", "weight": 500}]
         post("PUT", f"{flag}/variants", variants)
         post("POST", f"{flag}/on")
@@ -261,6 +268,9 @@ def seed(service: Service) -> Seeded:
     flags = ("fuzz-parent", "fuzz-child", "fuzz-other")
     for name in ("featureName", "child", "parent"):
         seeded.add(name, *flags)
+    seeded.add("name", "fuzz-type", "flexibleRollout", *flags)  # strategy types, client flags
+    seeded.add("strategyName", "fuzz-type", "userWithId")
+    seeded.add("contextField", "fuzz-field", "userId")
     seeded.add("type", "simple")
     seeded.add("value", "seeded")
     seeded.viewer_token = viewer_token(service, email)

@@ -40,6 +40,10 @@ class Field(msgspec.Struct, frozen=True, kw_only=True):
     built_in: bool
 
 
+# A name no field may have: POST /api/admin/context/validate is at its path.
+RESERVED = "validate"
+
+
 def stream(name: str) -> tuple[str, str]:
     return ("context-field", name)
 
@@ -64,9 +68,15 @@ def _legal_values(items: Sequence[commands.LegalValue]) -> list[LegalValue]:
     return [LegalValue(value=v.value, description=v.description) for v in items]
 
 
+def _name(name: str) -> None:
+    validate_name(name)
+    if name == RESERVED:
+        raise ValidationError(f"A context field may not be named {RESERVED} - at `$.name`")
+
+
 def validate_field_name(body: commands.FieldName, *, current: Field | None) -> None:
     """Whether a field of that name could be created: the name rule, then free."""
-    validate_name(body.name)
+    _name(body.name)
     _taken(body.name, current)
 
 
@@ -74,7 +84,7 @@ def create_field(
     body: commands.CreateField, *, current: Field | None, now: datetime
 ) -> ContextFieldCreated:
     """current: the field already named so (built in or custom), else None."""
-    validate_name(body.name)
+    _name(body.name)
     legal_values = _legal_values(body.legal_values)
     _taken(body.name, current)
     return ContextFieldCreated(

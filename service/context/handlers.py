@@ -25,7 +25,10 @@ if TYPE_CHECKING:
     from aiohttp import web
 
 BASE = "/api/admin/context"
-ONE = BASE + "/{contextField}"
+# `validate` is POST /api/admin/context/validate, never a field (domain.RESERVED): the path of
+# one field does not take it, so that route alone answers there (a 405 names its methods).
+ONE = BASE + "/{contextField:(?!validate$)[^/]+}"
+USING = BASE + "/{contextField}/strategies"
 
 
 async def list_context_fields(request: web.Request) -> web.Response:
@@ -109,7 +112,6 @@ ROUTES = [
         errors=(NameExists,),
         links={"field": Link(get_context_field, {"contextField": "$response.body#/name"})},
     ),
-    # Before ONE, whose path would also take `validate`.
     Route(
         "POST",
         f"{BASE}/validate",
@@ -138,7 +140,7 @@ ROUTES = [
     ),
     Route(
         "GET",
-        f"{ONE}/strategies",
+        USING,
         strategies_using_context_field,
         auth.READ,
         ok={200: ConstrainedStrategies},

@@ -153,9 +153,16 @@ async def test_validate_says_whether_a_name_could_be_created(client: Client) -> 
         ({}, "Object missing required field `name`"),
         ({"name": "a b"}, "Name may only contain"),
         ({"name": ""}, "Name must not be empty - at `$.name`"),
+        ({"name": "validate"}, "A context field may not be named validate - at `$.name`"),
     ]:
         resp = await client.post(validate, json=body, headers=ADMIN)
         assert (await error(resp, 400, "ValidationError")).startswith(message)
+        resp = await client.post(CONTEXT, json=body, headers=ADMIN)
+        assert (await error(resp, 400, "ValidationError")).startswith(message)
+    # The route's path is no field's: other methods there are a 405 naming POST.
+    resp = await client.get(validate, headers=ADMIN)
+    await error(resp, 405, "MethodNotAllowedError")
+    assert resp.headers["Allow"] == "POST"
 
 
 async def test_a_built_in_field_is_changed_but_never_deleted(
