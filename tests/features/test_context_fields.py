@@ -335,3 +335,68 @@ async def test_legal_values_round_trip_unless_one_is_listed_twice(
     # A value without a description is shown without one (null and left out alike).
     shown = [{k: x for k, x in v.items() if x is not None} for v in values]
     assert (await one(client, "environment"))["legalValues"] == shown
+
+
+async def test_the_event_log_and_the_diff_show_a_fields_changes(
+    client: Client, app: web.Application
+) -> None:
+    before = await head(app)
+    created = await (await client.post(CONTEXT, json=TIER, headers=ADMIN)).json()
+    update = {"legalValues": [{"value": "gold"}], "stickiness": True}
+    assert await status(client, "PUT", f"{CONTEXT}/tier", update) == 200
+    assert await status(client, "PUT", f"{CONTEXT}/userId", {"stickiness": True}) == 200
+    resp = await client.get("/api/admin/search/events?type=IS:ContextFieldUpdated", headers=ADMIN)
+    shown = [(e["stream"], e["data"], e["preData"]) for e in (await resp.json())["events"]]
+    stored = {
+        "name": "tier",
+        "description": "The customer's plan",
+        "legalValues": [{"value": "gold", "description": None}],
+        "stickiness": True,
+        "sortOrder": 7,
+    }
+    # preData: what the stream held before (a built-in field's first change: nothing).
+    assert shown == [
+        (
+            "context-field/userId",
+            {
+                "name": "userId",
+                "description": "Allows you to constrain on userId",
+                "legalValues": [],
+                "stickiness": True,
+                "sortOrder": 1,
+            },
+            None,
+        ),
+        (
+            "context-field/tier",
+            stored,
+            stored
+            | {
+                "legalValues": [
+                    {"value": "gold", "description": "Paid yearly"},
+                    {"value": "silver", "description": None},
+                ],
+                "createdAt": created["createdAt"],
+            },
+        ),
+    ]
+    resp = await client.get(
+        f"/api/admin/audit/diff?from={before}&stream=context-field/userId", headers=ADMIN
+    )
+    assert (await resp.json())["changes"] == [
+        {
+            "entity": "context-field",
+            "id": "userId",
+            "change": "created",
+            "fields": [
+                {
+                    "field": "description",
+                    "before": None,
+                    "after": "Allows you to constrain on userId",
+                },
+                {"field": "legalValues", "before": None, "after": []},
+                {"field": "sortOrder", "before": None, "after": 1},
+                {"field": "stickiness", "before": None, "after": True},
+            ],
+        }
+    ]

@@ -412,3 +412,40 @@ async def test_a_name_is_taken_exactly_when_it_follows_the_name_rule(
     else:
         assert resp.status == 201
         assert (await resp.json())["name"] == name
+
+
+async def test_the_event_log_and_the_diff_show_a_types_changes(
+    client: Client, app: web.Application
+) -> None:
+    before = await head(app)
+    assert await status(client, "POST", TYPES, REGIONS) == 201
+    update: dict[str, Any] = {"parameters": []}
+    assert await status(client, "PUT", f"{TYPES}/by-region", update) == 200
+    assert await status(client, "POST", f"{TYPES}/userWithId/reactivate") == 200
+    resp = await client.get("/api/admin/search/events?limit=3", headers=ADMIN)
+    shown = [(e["type"], e["data"], e["preData"]) for e in (await resp.json())["events"]]
+    created = {
+        "name": "by-region",
+        "title": "By region",
+        "description": "On in the regions listed",
+        "parameters": REGIONS["parameters"],
+    }
+    assert shown[0] == ("StrategyDefinitionReactivated", {"name": "userWithId"}, None)
+    assert shown[1] == (
+        "StrategyDefinitionUpdated",
+        created | {"parameters": []},
+        created | {"createdAt": shown[2][1]["createdAt"]},
+    )
+    assert shown[2][:2] == (
+        "StrategyDefinitionCreated",
+        created | {"createdAt": shown[2][1]["createdAt"]},
+    )
+    resp = await client.get(f"/api/admin/audit/diff?from={before}", headers=ADMIN)
+    changes = (await resp.json())["changes"]
+    assert [(c["entity"], c["id"], c["change"]) for c in changes] == [
+        ("strategy-type", "by-region", "created"),
+        ("strategy-type", "userWithId", "changed"),
+    ]
+    assert changes[1]["fields"] == [
+        {"field": "deprecation.deprecated", "before": None, "after": False}
+    ]
