@@ -11,14 +11,32 @@ from typing import TYPE_CHECKING, Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from eventlog.events.context_fields import (
+    ContextFieldCreated,
+    ContextFieldDeleted,
+    ContextFieldUpdated,
+    LegalValue,
+)
+from eventlog.events.strategy_definitions import (
+    StrategyDefinitionCreated,
+    StrategyDefinitionDeleted,
+    StrategyDefinitionDeprecated,
+    StrategyDefinitionReactivated,
+    StrategyDefinitionUpdated,
+    StrategyParameter,
+)
 from projections.replay import replay
 from projections.verify import verify
 from service.appkeys import POOL
+from tests.eventlog.test_rebuild import T0, _recorded, _through_both
 from tests.factories import ADMIN, FEATURES, create, error, event_count, head, make_account
 
 if TYPE_CHECKING:
     from aiohttp import web
     from aiohttp.test_utils import TestClient
+
+    from eventlog.codec import DomainEvent
+    from eventlog.connections import Conn
 
     Client = TestClient[Any, Any]
 
@@ -448,4 +466,61 @@ async def test_the_event_log_and_the_diff_show_a_types_changes(
     ]
     assert changes[1]["fields"] == [
         {"field": "deprecation.deprecated", "before": None, "after": False}
+    ]
+
+
+async def test_a_log_of_reference_data_gives_the_same_rows_through_both_interpreters(
+    conn: Conn,
+) -> None:
+    """Names deleted and taken again, a built-in field's first change and later ones, a
+    deprecation that outlives nothing: SQL writes and a rebuild in memory agree."""
+    param = StrategyParameter(name="p", type="list", description="", required=True)
+    value = LegalValue(value="v", description=None)
+    events: list[DomainEvent] = [
+        StrategyDefinitionCreated(
+            name="t", title=None, description=None, parameters=[param], created_at=T0
+        ),
+        StrategyDefinitionDeprecated(name="t"),
+        StrategyDefinitionDeprecated(name="default"),
+        StrategyDefinitionUpdated(name="t", title="T", description="d", parameters=[]),
+        StrategyDefinitionDeleted(name="t"),
+        StrategyDefinitionCreated(
+            name="t", title=None, description="again", parameters=[], created_at=T0
+        ),
+        StrategyDefinitionReactivated(name="userWithId"),
+        StrategyDefinitionReactivated(name="default"),
+        ContextFieldUpdated(
+            name="userId", description=None, legal_values=[value], stickiness=True, sort_order=1
+        ),
+        ContextFieldUpdated(
+            name="userId", description="u", legal_values=[], stickiness=False, sort_order=2
+        ),
+        ContextFieldCreated(
+            name="c",
+            description=None,
+            legal_values=[],
+            stickiness=False,
+            sort_order=0,
+            created_at=T0,
+        ),
+        ContextFieldDeleted(name="c"),
+        ContextFieldCreated(
+            name="c",
+            description="x",
+            legal_values=[value],
+            stickiness=True,
+            sort_order=3,
+            created_at=T0,
+        ),
+        ContextFieldUpdated(
+            name="c", description="y", legal_values=[], stickiness=True, sort_order=3
+        ),
+    ]
+    by_sql, by_memory = await _through_both(conn, _recorded(events))
+    assert by_sql == by_memory
+    assert by_sql["strategy_definitions"] == [("t", None, "again", "[]", T0)]
+    assert sorted(by_sql["strategy_deprecations"]) == [("default", False), ("userWithId", False)]
+    assert sorted(by_sql["context_fields"]) == [
+        ("c", "y", "[]", True, 3, T0),
+        ("userId", "u", "[]", False, 2, None),
     ]
