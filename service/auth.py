@@ -36,6 +36,12 @@ DELETE_SEGMENT: Final = "DELETE_SEGMENT"
 CREATE_TAG_TYPE: Final = "CREATE_TAG_TYPE"
 UPDATE_TAG_TYPE: Final = "UPDATE_TAG_TYPE"
 DELETE_TAG_TYPE: Final = "DELETE_TAG_TYPE"
+CREATE_STRATEGY: Final = "CREATE_STRATEGY"
+UPDATE_STRATEGY: Final = "UPDATE_STRATEGY"
+DELETE_STRATEGY: Final = "DELETE_STRATEGY"
+CREATE_CONTEXT_FIELD: Final = "CREATE_CONTEXT_FIELD"
+UPDATE_CONTEXT_FIELD: Final = "UPDATE_CONTEXT_FIELD"
+DELETE_CONTEXT_FIELD: Final = "DELETE_CONTEXT_FIELD"
 PUBLIC: Final = "PUBLIC"  # declared by routes that need no principal at all
 # The client API (SDKs: flags to evaluate, registration, metrics): client tokens hold it, and
 # admin tokens through ADMIN, as in Unleash. The frontend API: frontend tokens (and ADMIN).
@@ -96,6 +102,13 @@ ROOT_ROLES: Final = {
                     CREATE_TAG_TYPE,
                     UPDATE_TAG_TYPE,
                     DELETE_TAG_TYPE,
+                    # Unleash's Editor holds these too (its role seeding).
+                    CREATE_STRATEGY,
+                    UPDATE_STRATEGY,
+                    DELETE_STRATEGY,
+                    CREATE_CONTEXT_FIELD,
+                    UPDATE_CONTEXT_FIELD,
+                    DELETE_CONTEXT_FIELD,
                 }
             ),
         ),

@@ -75,6 +75,8 @@ TAGS: Final = {
     "service.features.handlers.tags": "Tags",
     "service.features.handlers.dependencies": "Dependencies",
     "service.features.handlers.segments": "Segments",
+    "service.strategies.handlers": "Strategies",
+    "service.context.handlers": "Context",
     "service.audit.handlers": "Events and audit",
     "service.client.handlers": "Client",
     "service.telemetry.handlers": "Client",

@@ -3,15 +3,16 @@
 
 Starts `python -m service serve` on 127.0.0.1 (a free port, the embedded PostgreSQL in a temporary
 DATA_DIR), seeds it over HTTP with an admin token (a project with an environment on, flags with
-strategies, variants, tags and a dependency, a segment, a tag type with a tag, users, a service
-account with a token, an API token), signs in as a Viewer and makes their personal access token,
-then runs `schemathesis run` on /docs/openapi.json (every phase: examples, coverage, fuzzing,
-stateful) with the Viewer's token, then with the admin token. Every operation is fuzzed but the one
-schemathesis reads the document from (GET /docs/openapi.json). The client API's stream of server-
-sent events never ends: schemathesis reads its first event (STREAM_EVENTS) and checks it against
-the document's `text/event-stream` schema. Every check is on but those listed in EXCLUDED_CHECKS
-(and NARROWER_CHECKS: the statuses of one), each with its reason. The service is stopped (SIGTERM)
-and its directory removed whatever happens; exit 1 when schemathesis found a failure or an error.
+strategies, variants, tags and a dependency, a segment, a custom strategy type and context field
+that the flags' strategies use, a tag type with a tag, users, a service account with a token, an
+API token), signs in as a Viewer and makes their personal access token, then runs `schemathesis
+run` on /docs/openapi.json (every phase: examples, coverage, fuzzing, stateful) with the Viewer's
+token, then with the admin token. Every operation is fuzzed but the one schemathesis reads the
+document from (GET /docs/openapi.json). The client API's stream of server-sent events never ends:
+schemathesis reads its first event (STREAM_EVENTS) and checks it against the document's
+`text/event-stream` schema. Every check is on but those listed in EXCLUDED_CHECKS (and
+NARROWER_CHECKS: the statuses of one), each with its reason. The service is stopped (SIGTERM) and
+its directory removed whatever happens; exit 1 when schemathesis found a failure or an error.
 
 Each token's run leaves out the one operation that revokes that very token (the run would go on
 with 401 everywhere); a short run of that operation alone follows it.
@@ -221,6 +222,10 @@ def seed(service: Service) -> Seeded:
         },
         201,
     )
+    # A custom strategy type and context field, which the flags' strategies use (a delete of
+    # the type then meets its 409, the field's strategies route finds them).
+    post("POST", "/api/admin/strategies", {"name": "fuzz-type", "parameters": []}, 201)
+    post("POST", "/api/admin/context", {"name": "fuzz-field"}, 201)
     for name in ("fuzz-parent", "fuzz-child", "fuzz-other"):
         post("POST", "/api/admin/projects/fuzz/features", {"name": name, "description": "seed"})
         flag = f"/api/admin/projects/fuzz/features/{name}/environments/staging"
@@ -231,6 +236,8 @@ def seed(service: Service) -> Seeded:
             "segments": [segment["id"]],
         }
         seeded.add("strategyId", post("POST", f"{flag}/strategies", strategy)["id"])
+        on_field = [{"contextName": "fuzz-field", "operator": "IN", "values": ["x"]}]
+        post("POST", f"{flag}/strategies", {"name": "fuzz-type", "constraints": on_field})
         variants = [{"name": "blue", "weight": 500}, {"name": "green", "weight": 500}]
         post("PUT", f"{flag}/variants", variants)
         post("POST", f"{flag}/on")
@@ -263,7 +270,10 @@ def seed(service: Service) -> Seeded:
     for name in ("featureName", "child", "parent"):
         seeded.add(name, *flags)
     seeded.add("type", "simple", "fuzz-team")
-    seeded.add("name", "simple", "fuzz-team", *flags)  # tag types, and the client API's flags
+    # tag types, strategy types and the client API's flags
+    seeded.add("name", "simple", "fuzz-team", "fuzz-type", "flexibleRollout", *flags)
+    seeded.add("strategyName", "fuzz-type", "userWithId")
+    seeded.add("contextField", "fuzz-field", "userId")
     seeded.add("value", "seeded")
     seeded.viewer_token = viewer_token(service, email)
     return seeded
