@@ -12,6 +12,12 @@ import msgspec
 from eventlog.events import features, users
 from eventlog.events.api_tokens import ApiTokenCreated, ApiTokenDeleted
 from eventlog.events.base import Declared, Event, Metadata, Upcasters
+from eventlog.events.favorites import (
+    FeatureFavorited,
+    FeatureUnfavorited,
+    ProjectFavorited,
+    ProjectUnfavorited,
+)
 from eventlog.events.features import (
     DependencyAdded,
     DependencyRemoved,
@@ -106,6 +112,10 @@ DomainEvent: TypeAlias = (
     | PersonalAccessTokenDeleted
     | PersonalAccessTokensSeen
     | PersonalDataErased
+    | FeatureFavorited
+    | FeatureUnfavorited
+    | ProjectFavorited
+    | ProjectUnfavorited
 )
 
 EVENT_TYPES: Final[dict[str, type[Event]]] = {cls.type_name(): cls for cls in get_args(DomainEvent)}

@@ -7,7 +7,17 @@ from __future__ import annotations
 
 from typing import Final, NamedTuple
 
-from projections import accounts, activity, api_tokens, features, projects, segments
+from projections import (
+    accounts,
+    activity,
+    api_tokens,
+    favorites,
+    features,
+    project_activity,
+    projects,
+    search,
+    segments,
+)
 
 
 class Part(NamedTuple):
@@ -37,8 +47,12 @@ PARTS: Final[dict[str, Part | None]] = {
     features.FEATURE_STRATEGIES.name: Part("flag", "feature_name", "strategies"),
     features.FEATURE_TAGS.name: Part("flag", "feature_name", "tags"),
     features.FEATURE_DEPENDENCIES.name: Part("flag", "child", "dependencies"),
+    favorites.FAVORITE_FEATURES.name: Part("account", "user_id", "favoriteFlags"),
+    favorites.FAVORITE_PROJECTS.name: Part("account", "user_id", "favoriteProjects"),
+    search.FEATURE_CREATORS.name: Part("flag", "feature_name", "creator"),
     # Counts per actor and day (reporting), not the state of anything.
     activity.ACTIVITY_DAILY.name: None,
+    project_activity.PROJECT_ACTIVITY_DAILY.name: None,
 }
 # Secret columns of tables that are no entity's part, left out of state files all the same.
 SECRET: Final[dict[str, tuple[str, ...]]] = {accounts.SESSIONS.name: ("session_hash",)}

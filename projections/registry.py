@@ -5,7 +5,17 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, NamedTuple
 
-from projections import accounts, activity, api_tokens, features, projects, segments
+from projections import (
+    accounts,
+    activity,
+    api_tokens,
+    favorites,
+    features,
+    project_activity,
+    projects,
+    search,
+    segments,
+)
 
 if TYPE_CHECKING:
     from eventlog.events.base import Event
@@ -17,8 +27,10 @@ INLINE: tuple[Projection, ...] = (
     projects.PROJECTION,
     segments.PROJECTION,
     features.PROJECTION,
+    favorites.PROJECTION,
+    search.PROJECTION,
 )
-ASYNC: tuple[Projection, ...] = (activity.PROJECTION,)
+ASYNC: tuple[Projection, ...] = (activity.PROJECTION, project_activity.PROJECTION)
 ALL: tuple[Projection, ...] = INLINE + ASYNC
 
 
@@ -40,11 +52,21 @@ class Group(NamedTuple):
 
 # A replay of a large log rebuilds each group in a process of its own, on every core: the
 # flags' in two halves (about two thirds of the work at a million events), the accounts'
-# with the small ones, and the activity counts (every event, but only its envelope).
+# with the small ones (favourites and flag creators among them), and the activity counts
+# (every event's envelope; the projects' counts also read each flag event's project).
 # Together, every projection once, and every shard of a split one.
 GROUPS: tuple[Group, ...] = (
     Group((features.PROJECTION,), shard=0, shards=2),
     Group((features.PROJECTION,), shard=1, shards=2),
-    Group((accounts.PROJECTION, projects.PROJECTION, segments.PROJECTION, api_tokens.PROJECTION)),
-    Group((activity.PROJECTION,)),
+    Group(
+        (
+            accounts.PROJECTION,
+            projects.PROJECTION,
+            segments.PROJECTION,
+            api_tokens.PROJECTION,
+            favorites.PROJECTION,
+            search.PROJECTION,
+        )
+    ),
+    Group((activity.PROJECTION, project_activity.PROJECTION)),
 )

@@ -33,7 +33,9 @@ from service.appkeys import (
 from service.audit import handlers as audit
 from service.client import handlers as client
 from service.client.feed import RELEVANT, Feed
+from service.dashboard import handlers as dashboard
 from service.errors import NotReady
+from service.favorites import handlers as favorites
 from service.features.handlers import clone, dependencies, flags, segments, strategies, tags
 from service.frontend import handlers as frontend
 from service.frontend.engine import FRONTEND_ENGINES, Engines
@@ -45,6 +47,8 @@ from service.lifecycle import Lifecycle
 from service.metrics import METRICS, Metrics, prometheus
 from service.privacy import erasure
 from service.projects import handlers as projects
+from service.projects import overview
+from service.search import handlers as flag_search
 from service.telemetry import handlers as telemetry
 from service.telemetry import retention
 from service.users import deletions
@@ -126,6 +130,10 @@ ROUTES: list[Route] = [
     *client.ROUTES,
     *telemetry.ROUTES,
     *frontend.ROUTES,
+    *favorites.ROUTES,
+    *overview.ROUTES,
+    *dashboard.ROUTES,
+    *flag_search.ROUTES,
     *docs.ROUTES,
 ]
 
