@@ -277,7 +277,7 @@ SELECT f.name AS feature, e.name, e.type, e.sort_order,
                WHERE s.feature_name = f.name AND s.environment = e.name AND NOT s.disabled)
            AS has_enabled_strategies,
        l.last_seen_at,
-       coalesce(m.yes, 0) AS yes, coalesce(m.no, 0) AS no
+       coalesce(m.yes, 0)::bigint AS yes, coalesce(m.no, 0)::bigint AS no
 FROM features f
 JOIN project_environments pe ON pe.project_id = f.project
 JOIN environments e ON e.name = pe.environment
