@@ -266,10 +266,9 @@ async def test_sorting_and_paging(client: Client, app: web.Application) -> None:
         assert await names(client, query) == expected, query
     paged = await ok(await client.get(f"{SEARCH}?limit=1&offset=3", headers=ADMIN))
     assert (paged["total"], [f["name"] for f in paged["features"]]) == (5, ["d"])
-    # The shop project's environments: shop has both, so c sorts with the others.
-    for limit, expected in (("1000", 5), ("", 5)):
+    for limit in ("1000", ""):
         found = await ok(await client.get(f"{SEARCH}?limit={limit}", headers=ADMIN))
-        assert len(found["features"]) == expected
+        assert len(found["features"]) == len(cases[""])
 
 
 async def test_at_most_a_hundred_flags_a_page(client: Client, app: web.Application) -> None:
@@ -338,11 +337,25 @@ async def test_filters_that_do_not_parse_are_400(client: Client) -> None:
         assert message.endswith(f"at `{field}`"), (query, message)
 
 
+# fmt: off
 FIELDS = ("project", "type", "createdBy", "state", "lifecycle", "tag", "segment", "createdAt",
-          "lastSeenAt", "status", "archived", "sortBy", "sortOrder", "query", "favoritesFirst")  # fmt: skip
-OPERATORS = ("IS", "IS_NOT", "IS_ANY_OF", "IS_NONE_OF", "INCLUDE", "DO_NOT_INCLUDE",
-             "INCLUDE_ALL_OF", "INCLUDE_ANY_OF", "EXCLUDE_IF_ANY_OF", "EXCLUDE_ALL",
-             "IS_BEFORE", "IS_ON_OR_AFTER", "")  # fmt: skip
+          "lastSeenAt", "status", "archived", "sortBy", "sortOrder", "query", "favoritesFirst")
+# fmt: on
+OPERATORS = (
+    "IS",
+    "IS_NOT",
+    "IS_ANY_OF",
+    "IS_NONE_OF",
+    "INCLUDE",
+    "DO_NOT_INCLUDE",
+    "INCLUDE_ALL_OF",
+    "INCLUDE_ANY_OF",
+    "EXCLUDE_IF_ANY_OF",
+    "EXCLUDE_ALL",
+    "IS_BEFORE",
+    "IS_ON_OR_AFTER",
+    "",
+)  # fmt: skip
 pieces = st.one_of(
     st.text(max_size=12),
     st.sampled_from(["release", "simple:xx", "stale", "-42", "7", "2026-01-01", "a:b:c",

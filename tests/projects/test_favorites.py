@@ -57,8 +57,7 @@ async def test_a_flag_becomes_a_favourite_of_one_person_only(
 
     def data(kind: str) -> str:
         return (
-            f'{{"name": "checkout", "type": "{kind}", "project": "default", '
-            f'"user_id": {alice.id}}}'
+            f'{{"name": "checkout", "type": "{kind}", "project": "default", "user_id": {alice.id}}}'
         )
 
     assert [tuple(r) for r in stored] == [
@@ -90,13 +89,14 @@ async def test_what_does_not_exist_cannot_be_a_favourite(
     await flag(client, "checkout")
     await ok(await client.post(PROJECTS, json={"id": "shop", "name": "Shop"}, headers=ADMIN))
     person = await make_account(app, role=1)
+    missing = "Could not find feature flag with name {} in project {}"
     for method, path, message in [
-        ("POST", flag_favorites("ghost"), "Could not find feature flag with name ghost in project default"),
-        ("DELETE", flag_favorites("ghost"), "Could not find feature flag with name ghost in project default"),
-        ("POST", flag_favorites("checkout", "shop"), "Could not find feature flag with name checkout in project shop"),
+        ("POST", flag_favorites("ghost"), missing.format("ghost", "default")),
+        ("DELETE", flag_favorites("ghost"), missing.format("ghost", "default")),
+        ("POST", flag_favorites("checkout", "shop"), missing.format("checkout", "shop")),
         ("POST", f"{PROJECTS}/ghost/favorites", "Project ghost does not exist"),
         ("DELETE", f"{PROJECTS}/ghost/favorites", "Project ghost does not exist"),
-    ]:  # fmt: skip
+    ]:
         resp = await client.request(method, path, headers=person.headers)
         assert await error(resp, 404, "NotFoundError") == message
     # An archived project can leave one's favourites, not join them.
