@@ -154,3 +154,16 @@ async def test_an_archived_flag_stays_a_favourite(client: Client, app: web.Appli
         await client.get("/api/admin/search/features?archived=IS:true", headers=person.headers)
     )
     assert [(f["name"], f["favorite"]) for f in found["features"]] == [("old", False)]
+
+
+async def test_the_flag_itself_says_whose_favourite_it_is(
+    client: Client, app: web.Application
+) -> None:
+    await flag(client, "checkout")
+    person = await make_account(app, role=3)
+    await ok(await client.post(flag_favorites("checkout"), headers=person.headers))
+    path = f"{PROJECTS}/default/features/checkout"
+    assert (await ok(await client.get(path, headers=person.headers)))["favorite"] is True
+    assert (await ok(await client.get(path, headers=ADMIN)))["favorite"] is False
+    other = await make_account(app, role=3)
+    assert (await ok(await client.get(path, headers=other.headers)))["favorite"] is False
