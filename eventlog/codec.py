@@ -17,6 +17,12 @@ from eventlog.events.context_fields import (
     ContextFieldDeleted,
     ContextFieldUpdated,
 )
+from eventlog.events.favorites import (
+    FeatureFavorited,
+    FeatureUnfavorited,
+    ProjectFavorited,
+    ProjectUnfavorited,
+)
 from eventlog.events.feature_types import FeatureTypeDefined, FeatureTypeLifetimeChanged
 from eventlog.events.features import (
     DependencyAdded,
@@ -134,6 +140,10 @@ DomainEvent: TypeAlias = (
     | ContextFieldCreated
     | ContextFieldUpdated
     | ContextFieldDeleted
+    | FeatureFavorited
+    | FeatureUnfavorited
+    | ProjectFavorited
+    | ProjectUnfavorited
 )
 
 EVENT_TYPES: Final[dict[str, type[Event]]] = {cls.type_name(): cls for cls in get_args(DomainEvent)}

@@ -12,9 +12,12 @@ from projections import (
     activity,
     api_tokens,
     context_fields,
+    favorites,
     feature_types,
     features,
+    project_activity,
     projects,
+    search,
     segments,
     strategy_definitions,
     tag_types,
@@ -54,8 +57,12 @@ PARTS: Final[dict[str, Part | None]] = {
     strategy_definitions.STRATEGY_DEFINITIONS.name: Part("strategy-type", "name"),
     strategy_definitions.STRATEGY_DEPRECATIONS.name: Part("strategy-type", "name", "deprecation"),
     context_fields.CONTEXT_FIELDS.name: Part("context-field", "name"),
+    favorites.FAVORITE_FEATURES.name: Part("account", "user_id", "favoriteFlags"),
+    favorites.FAVORITE_PROJECTS.name: Part("account", "user_id", "favoriteProjects"),
+    search.FEATURE_CREATORS.name: Part("flag", "feature_name", "creator"),
     # Counts per actor and day (reporting), not the state of anything.
     activity.ACTIVITY_DAILY.name: None,
+    project_activity.PROJECT_ACTIVITY_DAILY.name: None,
 }
 # Secret columns of tables that are no entity's part, left out of state files all the same.
 SECRET: Final[dict[str, tuple[str, ...]]] = {accounts.SESSIONS.name: ("session_hash",)}

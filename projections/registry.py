@@ -10,9 +10,12 @@ from projections import (
     activity,
     api_tokens,
     context_fields,
+    favorites,
     feature_types,
     features,
+    project_activity,
     projects,
+    search,
     segments,
     strategy_definitions,
     tag_types,
@@ -32,8 +35,10 @@ INLINE: tuple[Projection, ...] = (
     feature_types.PROJECTION,
     strategy_definitions.PROJECTION,
     context_fields.PROJECTION,
+    favorites.PROJECTION,
+    search.PROJECTION,
 )
-ASYNC: tuple[Projection, ...] = (activity.PROJECTION,)
+ASYNC: tuple[Projection, ...] = (activity.PROJECTION, project_activity.PROJECTION)
 ALL: tuple[Projection, ...] = INLINE + ASYNC
 
 
@@ -55,7 +60,8 @@ class Group(NamedTuple):
 
 # A replay of a large log rebuilds each group in a process of its own, on every core: the
 # flags' in two halves (about two thirds of the work at a million events), the accounts'
-# with the small ones, and the activity counts (every event, but only its envelope).
+# with the small ones (favourites and flag creators among them), and the activity counts
+# (every event's envelope; the projects' counts also read each flag event's project).
 # Together, every projection once, and every shard of a split one.
 GROUPS: tuple[Group, ...] = (
     Group((features.PROJECTION,), shard=0, shards=2),
@@ -70,7 +76,9 @@ GROUPS: tuple[Group, ...] = (
             feature_types.PROJECTION,
             strategy_definitions.PROJECTION,
             context_fields.PROJECTION,
+            favorites.PROJECTION,
+            search.PROJECTION,
         )
     ),
-    Group((activity.PROJECTION,)),
+    Group((activity.PROJECTION, project_activity.PROJECTION)),
 )

@@ -34,7 +34,9 @@ from service.audit import handlers as audit
 from service.client import handlers as client
 from service.client.feed import RELEVANT, Feed
 from service.context import handlers as context_fields
+from service.dashboard import handlers as dashboard
 from service.errors import NotReady
+from service.favorites import handlers as favorites
 from service.feature_types import handlers as feature_types
 from service.features.handlers import clone, dependencies, flags, segments, strategies, tags
 from service.frontend import handlers as frontend
@@ -47,6 +49,8 @@ from service.lifecycle import Lifecycle
 from service.metrics import METRICS, Metrics, prometheus
 from service.privacy import erasure
 from service.projects import handlers as projects
+from service.projects import overview
+from service.search import handlers as flag_search
 from service.strategies import handlers as strategy_types
 from service.tag_types import handlers as tag_types
 from service.telemetry import handlers as telemetry
@@ -134,6 +138,10 @@ ROUTES: list[Route] = [
     *client.ROUTES,
     *telemetry.ROUTES,
     *frontend.ROUTES,
+    *favorites.ROUTES,
+    *overview.ROUTES,
+    *dashboard.ROUTES,
+    *flag_search.ROUTES,
     *docs.ROUTES,
 ]
 

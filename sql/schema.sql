@@ -629,6 +629,24 @@ CREATE TABLE readmodel.environments (
     created_at timestamp with time zone NOT NULL
 );
 
+-- Name: favorite_features; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.favorite_features (
+    user_id integer NOT NULL,
+    feature_name text NOT NULL
+);
+
+-- Name: favorite_projects; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.favorite_projects (
+    user_id integer NOT NULL,
+    project_id text NOT NULL
+);
+
+-- Name: feature_creators; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.feature_creators (
+    feature_name text NOT NULL,
+    user_id integer
+);
+
 -- Name: feature_dependencies; Type: TABLE; Schema: readmodel
 CREATE TABLE readmodel.feature_dependencies (
     child text NOT NULL,
@@ -702,6 +720,15 @@ CREATE TABLE readmodel.personal_access_tokens (
     created_at timestamp with time zone NOT NULL,
     expires_at timestamp with time zone NOT NULL,
     seen_at timestamp with time zone
+);
+
+-- Name: project_activity_daily; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.project_activity_daily (
+    project_id text NOT NULL,
+    day date NOT NULL,
+    events integer NOT NULL,
+    last_at timestamp with time zone NOT NULL,
+    last_position bigint NOT NULL
 );
 
 -- Name: project_environments; Type: TABLE; Schema: readmodel
@@ -1016,6 +1043,18 @@ ALTER TABLE ONLY readmodel.context_fields
 ALTER TABLE ONLY readmodel.environments
     ADD CONSTRAINT environments_pkey PRIMARY KEY (name);
 
+-- Name: favorite_features favorite_features_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.favorite_features
+    ADD CONSTRAINT favorite_features_pkey PRIMARY KEY (user_id, feature_name);
+
+-- Name: favorite_projects favorite_projects_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.favorite_projects
+    ADD CONSTRAINT favorite_projects_pkey PRIMARY KEY (user_id, project_id);
+
+-- Name: feature_creators feature_creators_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.feature_creators
+    ADD CONSTRAINT feature_creators_pkey PRIMARY KEY (feature_name);
+
 -- Name: feature_dependencies feature_dependencies_pkey; Type: CONSTRAINT; Schema: readmodel
 ALTER TABLE ONLY readmodel.feature_dependencies
     ADD CONSTRAINT feature_dependencies_pkey PRIMARY KEY (child, parent);
@@ -1047,6 +1086,10 @@ ALTER TABLE ONLY readmodel.personal_access_tokens
 -- Name: personal_access_tokens personal_access_tokens_secret_hash_key; Type: CONSTRAINT; Schema: readmodel
 ALTER TABLE ONLY readmodel.personal_access_tokens
     ADD CONSTRAINT personal_access_tokens_secret_hash_key UNIQUE (secret_hash);
+
+-- Name: project_activity_daily project_activity_daily_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.project_activity_daily
+    ADD CONSTRAINT project_activity_daily_pkey PRIMARY KEY (project_id, day);
 
 -- Name: project_environments project_environments_pkey; Type: CONSTRAINT; Schema: readmodel
 ALTER TABLE ONLY readmodel.project_environments
@@ -1125,11 +1168,20 @@ CREATE INDEX events_recorded_at_position ON public.events USING btree (recorded_
 -- Name: personal_keys_due; Type: INDEX; Schema: public
 CREATE INDEX personal_keys_due ON public.personal_keys USING btree (erase_after) WHERE ((erased_at IS NULL) AND (erase_after IS NOT NULL));
 
+-- Name: feature_creators_user_idx; Type: INDEX; Schema: readmodel
+CREATE INDEX feature_creators_user_idx ON readmodel.feature_creators USING btree (user_id);
+
 -- Name: feature_dependencies_parent_idx; Type: INDEX; Schema: readmodel
 CREATE INDEX feature_dependencies_parent_idx ON readmodel.feature_dependencies USING btree (parent);
 
 -- Name: feature_strategies_feature_idx; Type: INDEX; Schema: readmodel
 CREATE INDEX feature_strategies_feature_idx ON readmodel.feature_strategies USING btree (feature_name, environment, sort_order);
+
+-- Name: features_created_idx; Type: INDEX; Schema: readmodel
+CREATE INDEX features_created_idx ON readmodel.features USING btree (created_at) WHERE (archived_at IS NULL);
+
+-- Name: features_project_created_idx; Type: INDEX; Schema: readmodel
+CREATE INDEX features_project_created_idx ON readmodel.features USING btree (project, created_at) WHERE (archived_at IS NULL);
 
 -- Name: features_project_idx; Type: INDEX; Schema: readmodel
 CREATE INDEX features_project_idx ON readmodel.features USING btree (project, name);

@@ -10,8 +10,10 @@ import msgspec
 
 import eventlog
 from eventlog.events.features import ClonedDependency, ClonedTag, StrategyData, Variant
+from projections.feature_types import potentially_stale
 from projections.shapes import ConstraintColumn, StrategyVariantColumn, VariantColumn
 from service.features import domain
+from service.http.past import CLOCK
 from service.strategies.builtins import NAMES as BUILT_IN_STRATEGY_TYPES
 
 if TYPE_CHECKING:
@@ -22,25 +24,6 @@ if TYPE_CHECKING:
     from eventlog.connections import Conn
 
 # --- potentially stale ---------------------------------------------------------------------------
-
-# The instant a read is about: now, or in a read of a past state (`?at=`, service/http/past.py)
-# the time it reads, which that read sets for its transaction.
-CLOCK = "coalesce(nullif(current_setting('flagstore.clock', true), '')::timestamptz, now())"
-
-
-def potentially_stale(flag: str = "f") -> str:
-    """SQL, a boolean: whether the flag (the `features` row under that alias) has outlived the
-    expected lifetime of its type (read model `feature_types`) at CLOCK, as Unleash's rule
-    says: now > created_at + lifetimeDays; never for a type whose lifetime is null. Computed at
-    read time, so it holds the moment a lifetime changes (Unleash recomputes it every few
-    minutes). It says nothing of `stale`: Unleash's filters and counts take "potentially stale"
-    as `potentially_stale AND NOT stale` (the search's `state=IS:potentially-stale`).
-    The age is compared as an interval, so a lifetime of 2^31 - 1 days cannot overflow a
-    timestamp."""
-    return (
-        f"coalesce(({CLOCK}) - {flag}.created_at > (SELECT ft.lifetime_days FROM feature_types ft"  # noqa: S608 - our names
-        f" WHERE ft.id = {flag}.type) * interval '1 day', false)"
-    )
 
 
 # --- rows of responses --------------------------------------------------------------------------
@@ -64,7 +47,7 @@ SELECT f.name, f.project, f.type, f.description, f.impression_data, f.stale, f.c
        (SELECT max(l.last_seen_at) FROM telemetry.feature_last_seen l
         WHERE l.feature_name = f.name AND l.last_seen_at >= f.created_at) AS last_seen_at
 FROM features f
-""".replace("POTENTIALLY_STALE", potentially_stale("f"))
+""".replace("POTENTIALLY_STALE", potentially_stale("f", CLOCK))
 FEATURE_IN_PROJECT = _FEATURE + "WHERE f.name = $1 AND f.project = $2"
 ACTIVE_FEATURES_IN_PROJECT = (
     _FEATURE + "WHERE f.project = $1 AND f.archived_at IS NULL ORDER BY f.name"

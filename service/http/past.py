@@ -16,6 +16,10 @@ from service.appkeys import PAST_READS, POOL
 from service.http.instants import parse_instant
 from service.http.requests import query_param
 
+# The instant a read is about, in SQL: now, or in a read of a past state (`?at=`) the time it
+# reads, which `reading_at` sets for its transaction (`flagstore.clock`).
+CLOCK: Final = "coalesce(nullif(current_setting('flagstore.clock', true), '')::timestamptz, now())"
+
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
@@ -67,7 +71,7 @@ async def state_at(
     into the connection's temporary tables (empty, since every such transaction rolls back),
     first on the search path; the live tables stay untouched, and no other session can see
     temporary ones. `clock`: the time the reads are about (`flagstore.clock`, which
-    service/features/queries.py's CLOCK reads), else now."""
+    CLOCK reads), else now."""
     await conn.execute(_temporary_tables())
     tx = conn.transaction(isolation="repeatable_read")
     await tx.start()

@@ -179,7 +179,11 @@ async def test_verify_passes_on_a_healthy_log(any_conn: Conn) -> None:
         "strategy_definitions": "matches rebuild",
         "strategy_deprecations": "matches rebuild",
         "context_fields": "matches rebuild",
+        "favorite_features": "matches rebuild",
+        "favorite_projects": "matches rebuild",
+        "feature_creators": "matches rebuild",
         "activity_daily": "matches rebuild",
+        "project_activity_daily": "matches rebuild",
     }
     assert report.lines()[-1] == "verify: OK"
     # verify leaves no trace of its scratch schema

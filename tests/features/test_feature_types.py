@@ -10,13 +10,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from eventlog.events.features import FeatureCreated
+from projections.feature_types import potentially_stale
 from projections.replay import replay
 from projections.verify import verify
 from service import auth
 from service.appkeys import POOL
 from service.feature_types import domain
 from service.features import commands
-from service.features import queries as flag_queries
+from service.http.past import CLOCK
 from tests.conftest import as_principal
 from tests.factories import ADMIN, FEATURES, append, error, event_count, ok
 
@@ -212,11 +213,11 @@ async def test_the_sql_rule_is_unleash_s_rule(
     conn: asyncpg.Connection, age_hours: int, days: int | None
 ) -> None:
     """now > createdAt + lifetimeDays, never for a null lifetime: the expression the flag
-    answers and the search use (service/features/queries.py), against the rule in Python."""
+    answers and the search use (projections/feature_types.py), against the rule in Python."""
     now = datetime(2026, 6, 1, tzinfo=UTC)
     created = now - timedelta(hours=age_hours)
     sql = f"""
-    SELECT {flag_queries.potentially_stale("f")}
+    SELECT {potentially_stale("f", CLOCK)}
     FROM (SELECT $1::timestamptz AS created_at, 'x' AS type) f
     """
     async with conn.transaction():

@@ -158,7 +158,8 @@ async def test_an_empty_whole_number_parameter_is_its_default_and_the_document_s
                         plain.status,
                         await plain.json(),
                     )
-    assert numbers == 6  # limit and offset of both searches, before and after of the events'
+    # limit and offset of the three searches (users, events, flags), before and after of the events'
+    assert numbers == 8
 
 
 async def test_the_error_schema_is_id_name_message(client: Client) -> None:

@@ -156,6 +156,16 @@ ROUTE_PERMISSIONS = [
     ("POST", "/api/frontend", "FRONTEND"),
     ("POST", "/api/frontend/client/register", "FRONTEND"),
     ("POST", "/api/frontend/client/metrics", "FRONTEND"),
+    ("POST", "/api/admin/projects/{projectId}/features/{featureName}/favorites", "OWN_ACCOUNT"),
+    ("DELETE", "/api/admin/projects/{projectId}/features/{featureName}/favorites", "OWN_ACCOUNT"),
+    ("POST", "/api/admin/projects/{projectId}/favorites", "OWN_ACCOUNT"),
+    ("DELETE", "/api/admin/projects/{projectId}/favorites", "OWN_ACCOUNT"),
+    ("GET", "/api/admin/projects/{projectId}/overview", "READ"),
+    ("GET", "/api/admin/projects/{projectId}/status", "READ"),
+    ("GET", "/api/admin/projects/{projectId}/flag-creators", "READ"),
+    ("GET", "/api/admin/personal-dashboard", "OWN_ACCOUNT"),
+    ("GET", "/api/admin/personal-dashboard/{projectId}", "OWN_ACCOUNT"),
+    ("GET", "/api/admin/search/features", "READ"),
 ]
 # The root roles' permissions, as the README documents them (ADMIN implies every other one).
 ROLE_PERMISSIONS = {

@@ -6,14 +6,17 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from service import auth
 from service.errors import InvalidOperation, NameExists, NotFound
+from service.favorites import queries as favorites
 from service.features import domain, queries
 from service.features.commands import CreateFeature, MarkStale, ReviveFeatures
 from service.features.responses import Feature, FeatureList
 from service.http.answers import empty, json_response
 from service.http.past import reading
-from service.http.requests import actor, read_json, unit_of_work
+from service.http.requests import actor, principal, read_json, unit_of_work
 from service.http.routes import Link, Route
 
 if TYPE_CHECKING:
@@ -42,9 +45,12 @@ async def get_feature(request: web.Request) -> web.Response:
     name, project_id = request.match_info["featureName"], request.match_info["projectId"]
     async with reading(request) as conn:
         found = await queries.feature_in_project(conn, name, project_id)
+        favorite = found is not None and await favorites.is_favorite_feature(
+            conn, principal(request).account_id, name
+        )
     if found is None:
         raise NotFound(f"Could not find feature flag with name {name} in project {project_id}")
-    return json_response(Feature.from_rows(*found))
+    return json_response(msgspec.structs.replace(Feature.from_rows(*found), favorite=favorite))
 
 
 async def list_features(request: web.Request) -> web.Response:
