@@ -25,9 +25,11 @@ from eventlog.events.features import (
     FeatureStaleSet,
     FeatureTagged,
     FeatureUntagged,
+    FeatureUpdated,
     SegmentCreated,
     SegmentDeleted,
     SegmentUpdated,
+    StrategiesReordered,
     StrategyAdded,
     StrategyRemoved,
     StrategyUpdated,
@@ -106,6 +108,8 @@ DomainEvent: TypeAlias = (
     | PersonalAccessTokenDeleted
     | PersonalAccessTokensSeen
     | PersonalDataErased
+    | FeatureUpdated
+    | StrategiesReordered
 )
 
 EVENT_TYPES: Final[dict[str, type[Event]]] = {cls.type_name(): cls for cls in get_args(DomainEvent)}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, NamedTuple
 
-from projections import accounts, activity, api_tokens, features, projects, segments
+from projections import accounts, activity, api_tokens, collaborators, features, projects, segments
 
 if TYPE_CHECKING:
     from eventlog.events.base import Event
@@ -17,6 +17,7 @@ INLINE: tuple[Projection, ...] = (
     projects.PROJECTION,
     segments.PROJECTION,
     features.PROJECTION,
+    collaborators.PROJECTION,
 )
 ASYNC: tuple[Projection, ...] = (activity.PROJECTION,)
 ALL: tuple[Projection, ...] = INLINE + ASYNC
@@ -46,5 +47,6 @@ GROUPS: tuple[Group, ...] = (
     Group((features.PROJECTION,), shard=0, shards=2),
     Group((features.PROJECTION,), shard=1, shards=2),
     Group((accounts.PROJECTION, projects.PROJECTION, segments.PROJECTION, api_tokens.PROJECTION)),
-    Group((activity.PROJECTION,)),
+    # The flags' collaborators read the envelope (who) of flags' events, as the counts do.
+    Group((activity.PROJECTION, collaborators.PROJECTION)),
 )

@@ -89,6 +89,8 @@ CREATE FUNCTION public.event_kind(p_type text, p_data jsonb) RETURNS text
         WHEN 'ServiceAccountDeleted' THEN 'service-account-deleted'
         WHEN 'PersonalAccessTokenCreated' THEN 'pat-created'
         WHEN 'PersonalAccessTokenDeleted' THEN 'pat-deleted'
+        WHEN 'FeatureUpdated' THEN 'feature-metadata-updated'
+        WHEN 'StrategiesReordered' THEN 'strategy-order-changed'
         ELSE p_type
     END
 $$;
@@ -614,6 +616,15 @@ CREATE TABLE readmodel.environments (
     created_at timestamp with time zone NOT NULL
 );
 
+-- Name: feature_collaborators; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.feature_collaborators (
+    feature_name text NOT NULL,
+    user_id bigint NOT NULL,
+    actor_name text,
+    created boolean NOT NULL,
+    last_version integer NOT NULL
+);
+
 -- Name: feature_dependencies; Type: TABLE; Schema: readmodel
 CREATE TABLE readmodel.feature_dependencies (
     child text NOT NULL,
@@ -957,6 +968,10 @@ ALTER TABLE ONLY readmodel.api_tokens
 -- Name: environments environments_pkey; Type: CONSTRAINT; Schema: readmodel
 ALTER TABLE ONLY readmodel.environments
     ADD CONSTRAINT environments_pkey PRIMARY KEY (name);
+
+-- Name: feature_collaborators feature_collaborators_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.feature_collaborators
+    ADD CONSTRAINT feature_collaborators_pkey PRIMARY KEY (feature_name, user_id);
 
 -- Name: feature_dependencies feature_dependencies_pkey; Type: CONSTRAINT; Schema: readmodel
 ALTER TABLE ONLY readmodel.feature_dependencies
