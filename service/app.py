@@ -34,7 +34,15 @@ from service.audit import handlers as audit
 from service.client import handlers as client
 from service.client.feed import RELEVANT, Feed
 from service.errors import NotReady
-from service.features.handlers import clone, dependencies, flags, segments, strategies, tags
+from service.features.handlers import (
+    clone,
+    constraints,
+    dependencies,
+    flags,
+    segments,
+    strategies,
+    tags,
+)
 from service.frontend import handlers as frontend
 from service.frontend.engine import FRONTEND_ENGINES, Engines
 from service.http.answers import json_response
@@ -122,6 +130,7 @@ ROUTES: list[Route] = [
     *dependencies.ROUTES,
     *clone.ROUTES,
     *segments.ROUTES,
+    *constraints.ROUTES,
     *audit.ROUTES,
     *client.ROUTES,
     *telemetry.ROUTES,

@@ -29,9 +29,11 @@ from eventlog.events.features import (
     FeatureStaleSet,
     FeatureTagged,
     FeatureUntagged,
+    FeatureUpdated,
     SegmentCreated,
     SegmentDeleted,
     SegmentUpdated,
+    StrategiesReordered,
     StrategyAdded,
     StrategyData,
     StrategyRemoved,
@@ -58,7 +60,7 @@ from eventlog.events.users import (
     UserUpdated,
 )
 from service.audit.diff import EntityChange, Point
-from service.audit.history import Context, Tag
+from service.audit.history import Context, Tag, flag_fields
 
 if TYPE_CHECKING:
     from eventlog.codec import DomainEvent
@@ -345,6 +347,8 @@ def data(event: DomainEvent) -> Any:  # noqa: C901, PLR0911, PLR0912 - a shape p
             }
         case UsersImported():
             return camel(event)
+        case FeatureUpdated():
+            return flag_fields(event)
     # Ours, with no Unleash counterpart: the stored data, camelCase, secrets left out.
     return camel(event)
 
@@ -392,6 +396,7 @@ def environment(event: DomainEvent, before: Any) -> str | None:
             | ProjectEnvironmentDisabled(environment=name)
             | ApiTokenCreated(environment=name)
             | EnvironmentCreated(name=name)
+            | StrategiesReordered(environment=name)
         ):
             return name
         case ApiTokenDeleted() if isinstance(before, ApiTokenCreated):
