@@ -54,7 +54,7 @@ from service.metrics import METRICS, Metrics, prometheus
 from service.privacy import erasure
 from service.projects import handlers as projects
 from service.telemetry import handlers as telemetry
-from service.telemetry import retention
+from service.telemetry import retention, usage
 from service.users import deletions
 from service.users.failures import FAILED_SIGN_INS, FailedSignIns
 from service.users.handlers import inactive, search, service_accounts, sessions, tokens, users
@@ -134,6 +134,7 @@ ROUTES: list[Route] = [
     *audit.ROUTES,
     *client.ROUTES,
     *telemetry.ROUTES,
+    *usage.ROUTES,
     *frontend.ROUTES,
     *docs.ROUTES,
 ]

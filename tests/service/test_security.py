@@ -150,6 +150,8 @@ ROUTE_PERMISSIONS = [
     ("GET", "/api/admin/projects/{projectId}/dependencies", "READ"),
     ("GET", "/api/admin/segments/strategies/{strategyId}", "READ"),
     ("POST", "/api/admin/constraints/validate", "READ"),
+    ("GET", "/api/admin/client-metrics/features/{name}", "READ"),
+    ("GET", "/api/admin/client-metrics/features/{name}/raw", "READ"),
 ]
 # The root roles' permissions, as the README documents them (ADMIN implies every other one).
 ROLE_PERMISSIONS = {
