@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Final, NamedTuple
 
-from projections import accounts, activity, api_tokens, features, projects, segments
+from projections import accounts, activity, api_tokens, collaborators, features, projects, segments
 
 
 class Part(NamedTuple):
@@ -39,6 +39,9 @@ PARTS: Final[dict[str, Part | None]] = {
     features.FEATURE_DEPENDENCIES.name: Part("flag", "child", "dependencies"),
     # Counts per actor and day (reporting), not the state of anything.
     activity.ACTIVITY_DAILY.name: None,
+    # Who changed each flag: the log's authors, not the flag's state (every change of a flag
+    # would show there a second time).
+    collaborators.FEATURE_COLLABORATORS.name: None,
 }
 # Secret columns of tables that are no entity's part, left out of state files all the same.
 SECRET: Final[dict[str, tuple[str, ...]]] = {accounts.SESSIONS.name: ("session_hash",)}
