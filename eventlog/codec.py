@@ -37,9 +37,11 @@ from eventlog.events.features import (
     FeatureStaleSet,
     FeatureTagged,
     FeatureUntagged,
+    FeatureUpdated,
     SegmentCreated,
     SegmentDeleted,
     SegmentUpdated,
+    StrategiesReordered,
     StrategyAdded,
     StrategyRemoved,
     StrategyUpdated,
@@ -144,6 +146,8 @@ DomainEvent: TypeAlias = (
     | FeatureUnfavorited
     | ProjectFavorited
     | ProjectUnfavorited
+    | FeatureUpdated
+    | StrategiesReordered
 )
 
 EVENT_TYPES: Final[dict[str, type[Event]]] = {cls.type_name(): cls for cls in get_args(DomainEvent)}

@@ -11,6 +11,7 @@ from projections import (
     accounts,
     activity,
     api_tokens,
+    collaborators,
     context_fields,
     favorites,
     feature_types,
@@ -63,6 +64,9 @@ PARTS: Final[dict[str, Part | None]] = {
     # Counts per actor and day (reporting), not the state of anything.
     activity.ACTIVITY_DAILY.name: None,
     project_activity.PROJECT_ACTIVITY_DAILY.name: None,
+    # Who changed each flag: the log's authors, not the flag's state (every change of a flag
+    # would show there a second time).
+    collaborators.FEATURE_COLLABORATORS.name: None,
 }
 # Secret columns of tables that are no entity's part, left out of state files all the same.
 SECRET: Final[dict[str, tuple[str, ...]]] = {accounts.SESSIONS.name: ("session_hash",)}

@@ -21,6 +21,8 @@ from eventlog.events.features import (
     FeatureStaleSet,
     FeatureTagged,
     FeatureUntagged,
+    FeatureUpdated,
+    StrategiesReordered,
     StrategyAdded,
     StrategyData,
     StrategyRemoved,
@@ -147,6 +149,18 @@ def writes(recorded: RecordedEvent) -> list[Write]:  # noqa: C901, PLR0911, PLR0
             return [Delete(FEATURE_DEPENDENCIES, {"child": e.name, "parent": e.parent})]
         case FeatureCloned() as e:
             return _clone(e)
+        case FeatureUpdated() as e:
+            changed = {
+                "type": e.feature_type,
+                "description": e.description,
+                "impression_data": e.impression_data,
+            }
+            return [Update(FEATURES, {"name": e.name}, changed)]
+        case StrategiesReordered() as e:
+            return [
+                Update(FEATURE_STRATEGIES, {"id": s.strategy_id}, {"sort_order": s.sort_order})
+                for s in e.sort_orders
+            ]
         case _:
             return []
 
@@ -194,6 +208,8 @@ PROJECTION = Projection(
             StrategyAdded,
             StrategyRemoved,
             StrategyUpdated,
+            FeatureUpdated,
+            StrategiesReordered,
         }
     ),
 )

@@ -9,6 +9,7 @@ from projections import (
     accounts,
     activity,
     api_tokens,
+    collaborators,
     context_fields,
     favorites,
     feature_types,
@@ -37,6 +38,7 @@ INLINE: tuple[Projection, ...] = (
     context_fields.PROJECTION,
     favorites.PROJECTION,
     search.PROJECTION,
+    collaborators.PROJECTION,
 )
 ASYNC: tuple[Projection, ...] = (activity.PROJECTION, project_activity.PROJECTION)
 ALL: tuple[Projection, ...] = INLINE + ASYNC
@@ -80,5 +82,6 @@ GROUPS: tuple[Group, ...] = (
             search.PROJECTION,
         )
     ),
-    Group((activity.PROJECTION, project_activity.PROJECTION)),
+    # The flags' collaborators read the envelope (who) of flags' events, as the counts do.
+    Group((activity.PROJECTION, project_activity.PROJECTION, collaborators.PROJECTION)),
 )

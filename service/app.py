@@ -38,7 +38,15 @@ from service.dashboard import handlers as dashboard
 from service.errors import NotReady
 from service.favorites import handlers as favorites
 from service.feature_types import handlers as feature_types
-from service.features.handlers import clone, dependencies, flags, segments, strategies, tags
+from service.features.handlers import (
+    clone,
+    constraints,
+    dependencies,
+    flags,
+    segments,
+    strategies,
+    tags,
+)
 from service.frontend import handlers as frontend
 from service.frontend.engine import FRONTEND_ENGINES, Engines
 from service.http.answers import json_response
@@ -54,7 +62,7 @@ from service.search import handlers as flag_search
 from service.strategies import handlers as strategy_types
 from service.tag_types import handlers as tag_types
 from service.telemetry import handlers as telemetry
-from service.telemetry import retention
+from service.telemetry import retention, usage
 from service.users import deletions
 from service.users.failures import FAILED_SIGN_INS, FailedSignIns
 from service.users.handlers import inactive, search, service_accounts, sessions, tokens, users
@@ -134,9 +142,11 @@ ROUTES: list[Route] = [
     *feature_types.ROUTES,
     *strategy_types.ROUTES,
     *context_fields.ROUTES,
+    *constraints.ROUTES,
     *audit.ROUTES,
     *client.ROUTES,
     *telemetry.ROUTES,
+    *usage.ROUTES,
     *frontend.ROUTES,
     *favorites.ROUTES,
     *overview.ROUTES,

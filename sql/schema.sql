@@ -94,6 +94,8 @@ CREATE FUNCTION public.event_kind(p_type text, p_data jsonb) RETURNS text
         WHEN 'TagTypeDeleted' THEN 'tag-type-deleted'
         WHEN 'TagCreated' THEN 'tag-created'
         WHEN 'FeatureTypeLifetimeChanged' THEN 'feature-type-updated'
+        WHEN 'FeatureUpdated' THEN 'feature-metadata-updated'
+        WHEN 'StrategiesReordered' THEN 'strategy-order-changed'
         ELSE p_type
     END
 $$;
@@ -641,6 +643,15 @@ CREATE TABLE readmodel.favorite_projects (
     project_id text NOT NULL
 );
 
+-- Name: feature_collaborators; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.feature_collaborators (
+    feature_name text NOT NULL,
+    user_id bigint NOT NULL,
+    actor_name text,
+    created boolean NOT NULL,
+    last_version integer NOT NULL
+);
+
 -- Name: feature_creators; Type: TABLE; Schema: readmodel
 CREATE TABLE readmodel.feature_creators (
     feature_name text NOT NULL,
@@ -1050,6 +1061,10 @@ ALTER TABLE ONLY readmodel.favorite_features
 -- Name: favorite_projects favorite_projects_pkey; Type: CONSTRAINT; Schema: readmodel
 ALTER TABLE ONLY readmodel.favorite_projects
     ADD CONSTRAINT favorite_projects_pkey PRIMARY KEY (user_id, project_id);
+
+-- Name: feature_collaborators feature_collaborators_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.feature_collaborators
+    ADD CONSTRAINT feature_collaborators_pkey PRIMARY KEY (feature_name, user_id);
 
 -- Name: feature_creators feature_creators_pkey; Type: CONSTRAINT; Schema: readmodel
 ALTER TABLE ONLY readmodel.feature_creators

@@ -29,6 +29,7 @@ from eventlog.events.users import (
 from projections.inline import apply_inline
 from service import auth, bootstrap
 from service.appkeys import POOL
+from service.avatars import image_url
 from service.settings import Settings
 from service.work import AfterCommit, Committed, Work
 
@@ -387,3 +388,17 @@ async def person(
             )
             await append(conn, [used], stream=("token-usage", "personal-access-tokens"))
     return made
+
+
+# --- a flag's authors, as its page shows them (createdBy, collaborators) -----------------------
+
+
+def collaborator(
+    user_id: int, name: str, email: str | None = None, username: str | None = None
+) -> dict[str, Any]:
+    """A flag's creator or collaborator as answers show one (-42: any API token)."""
+    return {"id": user_id, "name": name, "imageUrl": image_url(email, username, user_id)}
+
+
+# The seeded admin token (named `admin` at bootstrap) as a flag's author.
+ADMIN_AUTHOR = collaborator(-42, "admin")

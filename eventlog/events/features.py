@@ -385,3 +385,37 @@ UPCASTERS: Upcasters = {
     ("SegmentCreated", 1): segment_event_v1,
     ("SegmentUpdated", 1): segment_event_v1,
 }
+
+
+# --- the flag's page (issue 42) ---------------------------------------------------------------
+
+
+class FeatureUpdated(Event, frozen=True, kw_only=True, tag="FeatureUpdated"):
+    """The flag's description, type or impression data changed (`PATCH` of the flag); holds
+    all three as they are from now on. Staleness has its own event (FeatureStaleSet)."""
+
+    not_personal: ClassVar[tuple[str, ...]] = ("name", "project", "feature_type", "description")
+
+    name: str
+    project: str
+    feature_type: str
+    description: str | None
+    impression_data: bool
+
+
+class StrategySortOrder(Declared, frozen=True, kw_only=True):
+    not_personal: ClassVar[tuple[str, ...]] = ("strategy_id",)
+    strategy_id: str
+    sort_order: int
+
+
+class StrategiesReordered(Event, frozen=True, kw_only=True, tag="StrategiesReordered"):
+    """Strategies of the flag in one environment got new sort orders (`set-sort-order`); the
+    others there keep theirs."""
+
+    not_personal: ClassVar[tuple[str, ...]] = ("name", "project", "environment")
+
+    name: str
+    project: str
+    environment: str
+    sort_orders: list[StrategySortOrder]

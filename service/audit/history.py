@@ -19,6 +19,7 @@ from eventlog.events.features import (
     FeatureCreated,
     FeatureTagged,
     FeatureUntagged,
+    FeatureUpdated,
     SegmentCreated,
     SegmentDeleted,
     SegmentUpdated,
@@ -64,6 +65,7 @@ FOLDED: Final[dict[str, tuple[str, ...]]] = {
             EnvironmentVariantsSet,
             FeatureTagged,
             FeatureUntagged,
+            FeatureUpdated,
         )
     ),
     "segment": (SegmentCreated.type_name(), SegmentUpdated.type_name()),
@@ -99,7 +101,20 @@ NEEDS_BEFORE: Final = (
     StrategyDefinitionDeleted,
     ContextFieldUpdated,
     ContextFieldDeleted,
+    FeatureUpdated,
 )
+
+
+def flag_fields(event: FeatureCreated | FeatureCloned | FeatureUpdated) -> dict[str, Any]:
+    """A flag's fields that FeatureUpdated changes, as Unleash's feature-metadata-updated
+    shows them (its data, and its preData: the same of the state before)."""
+    return {
+        "name": event.name,
+        "project": event.project,
+        "description": event.description,
+        "type": event.feature_type,
+        "impressionData": event.impression_data,
+    }
 
 
 class Tag(msgspec.Struct, frozen=True, kw_only=True):
@@ -121,6 +136,7 @@ class _Stream:
 
     def __init__(self) -> None:
         self.project: str | None = None
+        self.fields: dict[str, Any] | None = None  # a flag's, as flag_fields shows them
         self.tags: dict[tuple[str, str], None] = {}
         self.strategies: dict[str, StrategyData] = {}
         self.variants: dict[str, list[Variant]] = {}
@@ -137,18 +153,24 @@ class _Stream:
                 return {"variants": self.variants.get(environment, [])}
             case PersonalAccessTokenDeleted(token_id=token_id):
                 return self.tokens.get(token_id)
+            case FeatureUpdated():
+                return self.fields
             case UserDeleted() | ServiceAccountDeleted() if self.entity is None:
                 return event  # its own record, the account's last one, is all there is
             case _ if isinstance(event, NEEDS_BEFORE):
                 return self.entity
         return None
 
-    def apply(self, event: DomainEvent) -> None:  # noqa: C901 - one branch per folded type
+    def apply(self, event: DomainEvent) -> None:  # noqa: C901, PLR0912 - one per folded type
         match event:
             case FeatureCreated(project=project):
                 self.project = project
+                self.fields = flag_fields(event)
+            case FeatureUpdated():
+                self.fields = flag_fields(event)
             case FeatureCloned():
                 self.project = event.project
+                self.fields = flag_fields(event)
                 self.tags = {(t.tag_type, t.value): None for t in event.tags}
                 for env in event.environments:
                     self.strategies |= {s.id: s for s in env.strategies}

@@ -30,9 +30,11 @@ from eventlog.events.features import (
     FeatureStaleSet,
     FeatureTagged,
     FeatureUntagged,
+    FeatureUpdated,
     SegmentCreated,
     SegmentDeleted,
     SegmentUpdated,
+    StrategiesReordered,
     StrategyAdded,
     StrategyData,
     StrategyRemoved,
@@ -60,7 +62,7 @@ from eventlog.events.users import (
     UserUpdated,
 )
 from service.audit.diff import EntityChange, Point
-from service.audit.history import Context, Tag
+from service.audit.history import Context, Tag, flag_fields
 
 if TYPE_CHECKING:
     from eventlog.codec import DomainEvent
@@ -351,6 +353,8 @@ def data(event: DomainEvent) -> Any:  # noqa: C901, PLR0911, PLR0912 - a shape p
             return {"type": tag_type, "value": value}
         case FeatureTypeLifetimeChanged(feature_type_id=type_id, lifetime_days=days):
             return {"id": type_id, "lifetimeDays": days}
+        case FeatureUpdated():
+            return flag_fields(event)
     # Ours, with no Unleash counterpart: the stored data, camelCase, secrets left out.
     return camel(event)
 
@@ -398,6 +402,7 @@ def environment(event: DomainEvent, before: Any) -> str | None:
             | ProjectEnvironmentDisabled(environment=name)
             | ApiTokenCreated(environment=name)
             | EnvironmentCreated(name=name)
+            | StrategiesReordered(environment=name)
         ):
             return name
         case ApiTokenDeleted() if isinstance(before, ApiTokenCreated):

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Final
 from service import auth
 from service.appkeys import POOL
 from service.audit import logsearch
+from service.avatars import image_url
 from service.dashboard import queries
 from service.dashboard.responses import (
     Admin,
@@ -26,7 +27,6 @@ from service.http.answers import json_response
 from service.http.routes import Route
 from service.projects import queries as projects
 from service.projects.responses import SYSTEM_OWNERS, OnboardingStatus, ProjectSummary
-from service.users.responses import image_url
 
 if TYPE_CHECKING:
     from aiohttp import web

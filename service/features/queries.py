@@ -82,11 +82,47 @@ WHERE s.feature_name = $1 AND s.environment = $2
 ORDER BY s.sort_order, s.created_at, s.id
 """  # noqa: S608 - constants
 STRATEGY = f"SELECT {_STRATEGY_COLUMNS} FROM feature_strategies s WHERE s.id = $1"  # noqa: S608
+STRATEGY_IN = f"""
+SELECT {_STRATEGY_COLUMNS} FROM feature_strategies s
+WHERE s.id = $1 AND s.feature_name = $2 AND s.environment = $3
+"""  # noqa: S608 - constants
+SORT_ORDERS_IN = """
+SELECT id::text AS id, sort_order FROM feature_strategies
+WHERE feature_name = $1 AND environment = $2
+"""
+# The disabled strategies of a flag in one environment, as StrategyData (switching it on with
+# shouldActivateDisabledStrategies enables them).
+DISABLED_STRATEGIES_IN = """
+SELECT coalesce(json_agg(json_build_object(
+           'environment', s.environment, 'id', s.id, 'name', s.name, 'title', s.title,
+           'disabled', s.disabled, 'sort_order', s.sort_order,
+           'constraints', s.constraints, 'parameters', s.parameters,
+           'variants', s.variants, 'segments', s.segments)
+           ORDER BY s.sort_order, s.created_at, s.id), '[]')
+FROM feature_strategies s WHERE s.feature_name = $1 AND s.environment = $2 AND s.disabled
+"""
+# The segments a strategy uses (GET /api/admin/segments/strategies/:id), by id.
+SEGMENTS_OF_STRATEGY = (
+    "SELECT id, name, description, constraints::text AS constraints, created_at FROM segments"
+    " WHERE id = ANY((SELECT segments FROM feature_strategies WHERE id = $1)::integer[])"
+    " ORDER BY id"
+)
 TAGS = "SELECT type, value FROM feature_tags WHERE feature_name = $1 ORDER BY type, value"
 FLAG_EXISTS = "SELECT EXISTS (SELECT 1 FROM features WHERE name = $1)"
 VARIANTS = """
 SELECT coalesce((SELECT variants FROM feature_environments
                  WHERE feature_name = $1 AND environment = $2), '[]'::jsonb)::text
+"""
+# Who created and changed each flag (projections/collaborators.py), latest first, with the
+# name Unleash shows: a token's or the system's as recorded, an account's from the account
+# (name, username or e-mail), `unknown` for an account that is gone.
+COLLABORATORS_OF = """
+SELECT c.feature_name, c.user_id, c.created,
+       coalesce(c.actor_name, u.name, u.username, u.email, 'unknown') AS name, u.email, u.username
+FROM feature_collaborators c
+LEFT JOIN users u ON c.user_id >= 0 AND u.id = c.user_id
+WHERE c.feature_name = ANY($1::text[])
+ORDER BY c.feature_name, c.last_version DESC, c.user_id
 """
 PROJECT_ACTIVE = "SELECT EXISTS (SELECT 1 FROM projects WHERE id = $1 AND archived_at IS NULL)"
 SEGMENT = "SELECT id, name, description, constraints::text AS constraints, created_at FROM segments"
@@ -94,10 +130,17 @@ SEGMENT_BY_ID = SEGMENT + " WHERE id = $1"
 ALL_SEGMENTS = SEGMENT + " ORDER BY id"
 
 
-async def features(
-    conn: Conn, rows: list[asyncpg.Record]
-) -> list[tuple[asyncpg.Record, list[asyncpg.Record], list[asyncpg.Record]]]:
-    """Each `features` row with its environment rows and strategy rows."""
+class FeatureRows(NamedTuple):
+    """A `features` row and the rows of its parts, as Feature.from_rows takes them."""
+
+    row: asyncpg.Record
+    environments: list[asyncpg.Record]
+    strategies: list[asyncpg.Record]
+    collaborators: list[asyncpg.Record]
+
+
+async def features(conn: Conn, rows: list[asyncpg.Record]) -> list[FeatureRows]:
+    """Each `features` row with its environment, strategy and collaborator rows."""
     names = [row["name"] for row in rows]
     environments: dict[str, list[asyncpg.Record]] = {name: [] for name in names}
     strategies: dict[str, list[asyncpg.Record]] = {name: [] for name in names}
@@ -106,12 +149,23 @@ async def features(
             environments[env["feature"]].append(env)
         for strategy in await conn.fetch(STRATEGIES_OF, names):
             strategies[strategy["feature_name"]].append(strategy)
-    return [(row, environments[row["name"]], strategies[row["name"]]) for row in rows]
+    found = await collaborators(conn, names)
+    return [
+        FeatureRows(row, environments[row["name"]], strategies[row["name"]], found[row["name"]])
+        for row in rows
+    ]
 
 
-async def feature_in_project(
-    conn: Conn, name: str, project_id: str
-) -> tuple[asyncpg.Record, list[asyncpg.Record], list[asyncpg.Record]] | None:
+async def collaborators(conn: Conn, names: list[str]) -> dict[str, list[asyncpg.Record]]:
+    """The collaborator rows of each of these flags, latest first."""
+    found: dict[str, list[asyncpg.Record]] = {name: [] for name in names}
+    if names:
+        for row in await conn.fetch(COLLABORATORS_OF, names):
+            found[row["feature_name"]].append(row)
+    return found
+
+
+async def feature_in_project(conn: Conn, name: str, project_id: str) -> FeatureRows | None:
     row = await conn.fetchrow(FEATURE_IN_PROJECT, name, project_id)
     return None if row is None else (await features(conn, [row]))[0]
 
@@ -147,6 +201,12 @@ ORDER BY name FOR UPDATE
 LOCK_FLAGS = """
 SELECT name, project, stale FROM features WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE
 """
+NAME_HOLDER_ARCHIVED = "SELECT archived_at IS NOT NULL FROM features WHERE name = $1"
+# What a PATCH of the flag decides on (domain.FlagFields), the flag's row locked.
+LOCK_FLAG_FIELDS = """
+SELECT description, type, stale, impression_data FROM features
+WHERE name = $1 AND project = $2 AND archived_at IS NULL FOR UPDATE
+"""
 ACTIVE_FEATURE = "SELECT 1 FROM features WHERE name = $1 AND project = $2 AND archived_at IS NULL"
 # Every change to a flag's configuration locks its row first: changes to one flag queue.
 LOCK_ACTIVE_FEATURE = ACTIVE_FEATURE + " FOR UPDATE"
@@ -172,6 +232,8 @@ SELECT project FROM features WHERE name = $1 AND archived_at IS NULL FOR UPDATE
 # Tagging a flag share-locks the tag type (before the flag): a type cannot be deleted while a
 # flag is being tagged with it, and its deletion sees every tag put on meanwhile.
 LOCK_TAG_TYPE_SHARED = "SELECT 1 FROM tag_types WHERE name = $1 FOR SHARE"
+# The tag types of a set of tags that exist ($1 their names), locked as above.
+LOCK_TAG_TYPES_SHARED = "SELECT name FROM tag_types WHERE name = ANY($1::text[]) FOR SHARE"
 HAS_TAG = """
 SELECT EXISTS (SELECT 1 FROM feature_tags WHERE feature_name = $1 AND type = $2 AND value = $3)
 """
@@ -187,6 +249,30 @@ SELECT EXISTS (SELECT 1 FROM feature_dependencies WHERE child = $2) AS parent_ha
 DEPENDENCIES = """
 SELECT parent, enabled, variants::text AS variants FROM feature_dependencies WHERE child = $1
 ORDER BY parent
+"""
+# The dependency dialog: the flags of the project that the child may depend on (active, not
+# itself, not depending on another: one level only), and the variants a parent may resolve
+# to (its strategies' and its environments'), in code-point order as Unleash sorts them.
+PARENT_OPTIONS = """
+SELECT f.name FROM features f
+WHERE f.project = $2 AND f.archived_at IS NULL AND f.name <> $1
+  AND NOT EXISTS (SELECT 1 FROM feature_dependencies d WHERE d.child = f.name)
+ORDER BY f.name COLLATE "C"
+"""
+PARENT_VARIANTS = """
+SELECT name FROM (
+    SELECT v ->> 'name' AS name FROM (
+        SELECT jsonb_array_elements(variants) AS v FROM feature_strategies WHERE feature_name = $1
+        UNION ALL
+        SELECT jsonb_array_elements(variants) FROM feature_environments WHERE feature_name = $1
+    ) variants
+    GROUP BY 1
+) found
+ORDER BY name COLLATE "C"
+"""
+PROJECT_HAS_DEPENDENCIES = """
+SELECT EXISTS (SELECT 1 FROM feature_dependencies d JOIN features f ON f.name = d.child
+               WHERE f.project = $1)
 """
 # The source is share-locked: it cannot be archived or changed while it is copied.
 LOCK_CLONE_SOURCE = """
@@ -349,6 +435,14 @@ async def lock_clone_source(
         tags=_tags.decode(context["tags"]),
     )
     return CloneContext(clone_source, context["holder_archived"], context)
+
+
+async def disabled_strategies(conn: Conn, target: domain.Target) -> list[StrategyData]:
+    found = await conn.fetchval(DISABLED_STRATEGIES_IN, target.feature, target.environment)
+    return [
+        msgspec.convert(s, StrategyData, from_attributes=True)
+        for s in _source_strategies.decode(found)
+    ]
 
 
 async def strategy_sort_order(

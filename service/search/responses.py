@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Final
 
 import msgspec
 
+from service.avatars import image_url
 from service.features.responses import Lifecycle, Tag
-from service.users.responses import image_url
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -4,28 +4,18 @@ from read-model rows."""
 
 from __future__ import annotations
 
-import functools
-import hashlib
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
 from service.auth import ROOT_ROLES
+from service.avatars import image_url
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
     import asyncpg
-
-
-@functools.lru_cache(maxsize=65536)
-def image_url(email: str | None, username: str | None, account_id: int) -> str:
-    """Unleash's default avatar: the gravatar (sha256) of the e-mail, or else the username
-    (remembered: a page of search results hashes up to a thousand of them)."""
-    key = (email or username or str(account_id)).strip().lower()
-    digest = hashlib.sha256(key.encode()).hexdigest()
-    return f"https://gravatar.com/avatar/{digest}?s=42&d=retro&r=g"
 
 
 def _account_fields(row: asyncpg.Record) -> dict[str, Any]:

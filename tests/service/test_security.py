@@ -166,6 +166,27 @@ ROUTE_PERMISSIONS = [
     ("GET", "/api/admin/personal-dashboard", "OWN_ACCOUNT"),
     ("GET", "/api/admin/personal-dashboard/{projectId}", "OWN_ACCOUNT"),
     ("GET", "/api/admin/search/features", "READ"),
+    # A flag's page in Unleash's UI (issue 42).
+    ("PATCH", "/api/admin/projects/{projectId}/features/{featureName}", "UPDATE_FEATURE"),
+    ("POST", "/api/admin/features/validate", "READ"),
+    ("GET", f"{STRATEGIES}/{{strategyId}}", "READ"),
+    ("PATCH", f"{STRATEGIES}/{{strategyId}}", "UPDATE_FEATURE"),
+    ("POST", f"{STRATEGIES}/set-sort-order", "UPDATE_FEATURE"),
+    ("GET", f"{ENVIRONMENT}/variants", "READ"),
+    ("PATCH", f"{ENVIRONMENT}/variants", "UPDATE_FEATURE"),
+    (
+        "PUT",
+        "/api/admin/projects/{projectId}/features/{featureName}/variants-batch",
+        "UPDATE_FEATURE",
+    ),
+    ("PUT", "/api/admin/features/{featureName}/tags", "UPDATE_FEATURE"),
+    ("GET", "/api/admin/projects/{projectId}/features/{child}/parents", "READ"),
+    ("GET", "/api/admin/projects/{projectId}/features/{parent}/parent-variants", "READ"),
+    ("GET", "/api/admin/projects/{projectId}/dependencies", "READ"),
+    ("GET", "/api/admin/segments/strategies/{strategyId}", "READ"),
+    ("POST", "/api/admin/constraints/validate", "READ"),
+    ("GET", "/api/admin/client-metrics/features/{name}", "READ"),
+    ("GET", "/api/admin/client-metrics/features/{name}/raw", "READ"),
 ]
 # The root roles' permissions, as the README documents them (ADMIN implies every other one).
 ROLE_PERMISSIONS = {

@@ -42,8 +42,9 @@ async def clone_feature(request: web.Request) -> web.Response:
             now=datetime.now(UTC),
         )
         await uow.append(domain.stream(cmd.name), [event], actor(request), new=True)
+        people = (await queries.collaborators(uow.conn, [cmd.name]))[cmd.name]
     assert context.environments is not None  # the decision needs the source
-    return json_response(Feature.created(event, context.environments))
+    return json_response(Feature.created(event, context.environments, people))
 
 
 ROUTES = [

@@ -1,5 +1,5 @@
-"""HTTP handlers of /api/admin/projects/:projectId/features: create, read, list, archive,
-revive, and mark stale."""
+"""HTTP handlers of /api/admin/projects/:projectId/features: create, read, list, edit (JSON
+Patch), archive, revive, and mark stale; and whether a new flag's name is free."""
 
 from __future__ import annotations
 
@@ -9,11 +9,18 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from service import auth
+from service.appkeys import POOL
 from service.errors import InvalidOperation, NameExists, NotFound
 from service.favorites import queries as favorites
 from service.features import domain, queries
-from service.features.commands import CreateFeature, MarkStale, ReviveFeatures
-from service.features.responses import Feature, FeatureList
+from service.features.commands import (
+    CreateFeature,
+    MarkStale,
+    ReviveFeatures,
+    ValidateFeatureName,
+)
+from service.features.patches import Patch
+from service.features.responses import Feature, FeatureList, Tag
 from service.http.answers import empty, json_response
 from service.http.past import reading
 from service.http.requests import actor, principal, read_json, unit_of_work
@@ -22,11 +29,16 @@ from service.http.routes import Link, Route
 if TYPE_CHECKING:
     from aiohttp import web
 
+    from eventlog.events.features import FeatureCreated, FeatureTagged
+
 
 async def create_feature(request: web.Request) -> web.Response:
     project_id = request.match_info["projectId"]
     cmd = await read_json(request, CreateFeature)
     async with unit_of_work(request) as uow:
+        wanted = sorted({tag.type for tag in cmd.tags})
+        known = {r["name"] for r in await uow.conn.fetch(queries.LOCK_TAG_TYPES_SHARED, wanted)}
+        tags = domain.initial_tags(cmd.tags, known)
         project_active = await uow.conn.fetchval(queries.LOCK_PROJECT_SHARED, project_id)
         context = await uow.conn.fetchrow(queries.CREATE_CONTEXT, project_id, cmd.name)
         assert context is not None  # a SELECT from an aggregate has its one row
@@ -37,8 +49,37 @@ async def create_feature(request: web.Request) -> web.Response:
             holder_archived=context["holder_archived"],
             now=datetime.now(UTC),
         )
-        await uow.append(domain.stream(cmd.name), [event], actor(request), new=True)
-    return json_response(Feature.created(event, context))
+        events: list[FeatureCreated | FeatureTagged] = [event]
+        events += domain.tag_new_feature(event, tags)
+        await uow.append(domain.stream(cmd.name), events, actor(request), new=True)
+        people = (await queries.collaborators(uow.conn, [cmd.name]))[cmd.name]
+    shown = [Tag(value=value, type=kind) for kind, value in sorted(tags)]
+    return json_response(Feature.created(event, context, people, shown))
+
+
+async def validate_feature_name(request: web.Request) -> web.Response:
+    """Unleash's `POST /api/admin/features/validate`: 200 when the name is valid and free (in
+    every project and the archive), else 400 or 409 as a create would answer."""
+    cmd = await read_json(request, ValidateFeatureName)
+    async with request.app[POOL].acquire() as conn:
+        holder_archived = await conn.fetchval(queries.NAME_HOLDER_ARCHIVED, cmd.name)
+    domain.validate_feature_name(cmd.name, holder_archived=holder_archived)
+    return empty()
+
+
+async def patch_feature(request: web.Request) -> web.Response:
+    """Edit a flag with JSON Patch (docs/behavior.md, "Editing a flag")."""
+    name, project_id = request.match_info["featureName"], request.match_info["projectId"]
+    operations = await read_json(request, Patch)
+    async with unit_of_work(request) as uow:
+        row = await uow.conn.fetchrow(queries.LOCK_FLAG_FIELDS, name, project_id)
+        state = None if row is None else domain.FlagFields(**dict(row))
+        events = domain.patch_feature(name, project_id, operations, state)
+        if events:
+            await uow.append(domain.stream(name), events, actor(request))
+        found = await queries.feature_in_project(uow.conn, name, project_id)
+    assert found is not None  # locked above, changed in this transaction
+    return json_response(Feature.from_rows(*found))
 
 
 async def get_feature(request: web.Request) -> web.Response:
@@ -143,6 +184,22 @@ ROUTES = [
         auth.READ,
         ok={200: Feature},
         past=True,
+    ),
+    Route(
+        "PATCH",
+        "/api/admin/projects/{projectId}/features/{featureName}",
+        patch_feature,
+        auth.UPDATE_FEATURE,
+        body=Patch,
+        ok={200: Feature},
+    ),
+    Route(
+        "POST",
+        "/api/admin/features/validate",
+        validate_feature_name,
+        auth.READ,
+        body=ValidateFeatureName,
+        errors=(NameExists,),
     ),
     Route(
         "DELETE",

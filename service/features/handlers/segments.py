@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -86,6 +87,18 @@ async def delete_segment(request: web.Request) -> web.Response:
     return empty(204)
 
 
+async def segments_of_strategy(request: web.Request) -> web.Response:
+    """The segments a strategy uses (the UI's strategy form reads them); none for an id that
+    is no strategy's, as in Unleash."""
+    try:
+        strategy_id = uuid.UUID(request.match_info["strategyId"])
+    except ValueError:
+        return json_response(SegmentList(segments=[]))
+    async with reading(request) as conn:
+        rows = await conn.fetch(queries.SEGMENTS_OF_STRATEGY, strategy_id)
+    return json_response(SegmentList(segments=[Segment.from_row(r) for r in rows]))
+
+
 ROUTES = [
     Route("GET", "/api/admin/segments", list_segments, auth.READ, ok={200: SegmentList}, past=True),
     Route(
@@ -125,5 +138,13 @@ ROUTES = [
         ok={204: None},
         errors=(Conflict,),
         params=NUMBERED,
+    ),
+    Route(
+        "GET",
+        "/api/admin/segments/strategies/{strategyId}",
+        segments_of_strategy,
+        auth.READ,
+        ok={200: SegmentList},
+        past=True,
     ),
 ]
