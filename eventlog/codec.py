@@ -12,6 +12,11 @@ import msgspec
 from eventlog.events import features, users
 from eventlog.events.api_tokens import ApiTokenCreated, ApiTokenDeleted
 from eventlog.events.base import Declared, Event, Metadata, Upcasters
+from eventlog.events.context_fields import (
+    ContextFieldCreated,
+    ContextFieldDeleted,
+    ContextFieldUpdated,
+)
 from eventlog.events.feature_types import FeatureTypeDefined, FeatureTypeLifetimeChanged
 from eventlog.events.features import (
     DependencyAdded,
@@ -40,6 +45,13 @@ from eventlog.events.projects import (
     ProjectCreated,
     ProjectEnvironmentDisabled,
     ProjectEnvironmentEnabled,
+)
+from eventlog.events.strategy_definitions import (
+    StrategyDefinitionCreated,
+    StrategyDefinitionDeleted,
+    StrategyDefinitionDeprecated,
+    StrategyDefinitionReactivated,
+    StrategyDefinitionUpdated,
 )
 from eventlog.events.tags import TagCreated, TagTypeCreated, TagTypeDeleted, TagTypeUpdated
 from eventlog.events.users import (
@@ -114,6 +126,14 @@ DomainEvent: TypeAlias = (
     | TagCreated
     | FeatureTypeDefined
     | FeatureTypeLifetimeChanged
+    | StrategyDefinitionCreated
+    | StrategyDefinitionUpdated
+    | StrategyDefinitionDeprecated
+    | StrategyDefinitionReactivated
+    | StrategyDefinitionDeleted
+    | ContextFieldCreated
+    | ContextFieldUpdated
+    | ContextFieldDeleted
 )
 
 EVENT_TYPES: Final[dict[str, type[Event]]] = {cls.type_name(): cls for cls in get_args(DomainEvent)}

@@ -11,10 +11,12 @@ from projections import (
     accounts,
     activity,
     api_tokens,
+    context_fields,
     feature_types,
     features,
     projects,
     segments,
+    strategy_definitions,
     tag_types,
 )
 
@@ -49,6 +51,9 @@ PARTS: Final[dict[str, Part | None]] = {
     tag_types.TAG_TYPES.name: Part("tag-type", "name"),
     tag_types.TAGS.name: Part("tag-type", "type", "tags"),
     feature_types.FEATURE_TYPES.name: Part("feature-type", "id"),
+    strategy_definitions.STRATEGY_DEFINITIONS.name: Part("strategy-type", "name"),
+    strategy_definitions.STRATEGY_DEPRECATIONS.name: Part("strategy-type", "name", "deprecation"),
+    context_fields.CONTEXT_FIELDS.name: Part("context-field", "name"),
     # Counts per actor and day (reporting), not the state of anything.
     activity.ACTIVITY_DAILY.name: None,
 }

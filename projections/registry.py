@@ -9,10 +9,12 @@ from projections import (
     accounts,
     activity,
     api_tokens,
+    context_fields,
     feature_types,
     features,
     projects,
     segments,
+    strategy_definitions,
     tag_types,
 )
 
@@ -28,6 +30,8 @@ INLINE: tuple[Projection, ...] = (
     features.PROJECTION,
     tag_types.PROJECTION,
     feature_types.PROJECTION,
+    strategy_definitions.PROJECTION,
+    context_fields.PROJECTION,
 )
 ASYNC: tuple[Projection, ...] = (activity.PROJECTION,)
 ALL: tuple[Projection, ...] = INLINE + ASYNC
@@ -64,6 +68,8 @@ GROUPS: tuple[Group, ...] = (
             api_tokens.PROJECTION,
             tag_types.PROJECTION,
             feature_types.PROJECTION,
+            strategy_definitions.PROJECTION,
+            context_fields.PROJECTION,
         )
     ),
     Group((activity.PROJECTION,)),

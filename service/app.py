@@ -33,6 +33,7 @@ from service.appkeys import (
 from service.audit import handlers as audit
 from service.client import handlers as client
 from service.client.feed import RELEVANT, Feed
+from service.context import handlers as context_fields
 from service.errors import NotReady
 from service.feature_types import handlers as feature_types
 from service.features.handlers import clone, dependencies, flags, segments, strategies, tags
@@ -46,6 +47,7 @@ from service.lifecycle import Lifecycle
 from service.metrics import METRICS, Metrics, prometheus
 from service.privacy import erasure
 from service.projects import handlers as projects
+from service.strategies import handlers as strategy_types
 from service.tag_types import handlers as tag_types
 from service.telemetry import handlers as telemetry
 from service.telemetry import retention
@@ -126,6 +128,8 @@ ROUTES: list[Route] = [
     *segments.ROUTES,
     *tag_types.ROUTES,
     *feature_types.ROUTES,
+    *strategy_types.ROUTES,
+    *context_fields.ROUTES,
     *audit.ROUTES,
     *client.ROUTES,
     *telemetry.ROUTES,

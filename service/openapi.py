@@ -17,7 +17,7 @@ import msgspec
 
 from service import auth, errors
 from service.http.instants import INSTANT_PATTERN
-from service.http.routes import PAST, Content, Param, Route
+from service.http.routes import PAST, Content, EventStream, Param, Route
 
 if TYPE_CHECKING:
     from service.http.routes import Handler
@@ -75,6 +75,8 @@ TAGS: Final = {
     "service.features.handlers.tags": "Tags",
     "service.features.handlers.dependencies": "Dependencies",
     "service.features.handlers.segments": "Segments",
+    "service.strategies.handlers": "Strategies",
+    "service.context.handlers": "Context",
     "service.audit.handlers": "Events and audit",
     "service.client.handlers": "Client",
     "service.telemetry.handlers": "Client",
@@ -178,7 +180,9 @@ def _types(route: Route) -> Iterable[Any]:
         yield param.schema
     yield from route.params.values()
     for body in route.ok.values():
-        if isinstance(body, tuple) and not isinstance(body, Content):
+        if isinstance(body, EventStream):
+            yield body.data
+        elif isinstance(body, tuple) and not isinstance(body, Content):
             yield from body  # any of these
         elif body is not None and not isinstance(body, Content):
             yield body
@@ -273,6 +277,11 @@ def _responses(route: Route, schema_of: dict[Any, Any]) -> dict[str, Any]:
     for status, body in route.ok.items():
         if body is None:
             responses[str(status)] = {"description": _SUCCESS.get(status, "Done")}
+        elif isinstance(body, EventStream):
+            responses[str(status)] = {
+                "description": body.description,
+                "content": {"text/event-stream": {"schema": _event(body, schema_of)}},
+            }
         elif isinstance(body, Content):
             responses[str(status)] = {
                 "description": body.description,
@@ -313,6 +322,31 @@ def _responses(route: Route, schema_of: dict[Any, Any]) -> dict[str, Any]:
             for name, link in route.links.items()
         }
     return responses
+
+
+def _event(stream: EventStream, schema_of: dict[Any, Any]) -> dict[str, Any]:
+    """One server-sent event, as the fields a client reads from it: its name, its id and its
+    data (JSON). OpenAPI 3.1 has no word for a stream of them; the `schema` of
+    `text/event-stream` describing one event is how tools read it (schemathesis validates each
+    event against it, and the data against `contentSchema`), and what 3.2 calls `itemSchema`."""
+    return {
+        "type": "object",
+        "required": ["event", "id", "data"],
+        "properties": {
+            "event": {"type": "string", "enum": list(stream.events)},
+            "id": {
+                "type": "string",
+                "pattern": "^[0-9]+$",
+                "description": "The revision the event brings the client to (its Last-Event-ID)",
+            },
+            "data": {
+                "type": "string",
+                "contentMediaType": "application/json",
+                "contentSchema": schema_of[stream.data],
+            },
+        },
+        "additionalProperties": False,
+    }
 
 
 _SUCCESS: Final = {200: "OK", 201: "Created", 202: "Accepted", 204: "No content", 302: "Found"}

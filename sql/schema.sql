@@ -611,6 +611,16 @@ CREATE TABLE readmodel.api_tokens (
     CONSTRAINT api_tokens_type_check CHECK ((type = ANY (ARRAY['admin'::text, 'client'::text, 'frontend'::text])))
 );
 
+-- Name: context_fields; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.context_fields (
+    name text NOT NULL,
+    description text,
+    legal_values jsonb NOT NULL,
+    stickiness boolean NOT NULL,
+    sort_order integer NOT NULL,
+    created_at timestamp with time zone
+);
+
 -- Name: environments; Type: TABLE; Schema: readmodel
 CREATE TABLE readmodel.environments (
     name text NOT NULL,
@@ -724,6 +734,21 @@ CREATE TABLE readmodel.sessions (
     user_id bigint NOT NULL,
     created_at timestamp with time zone NOT NULL,
     expires_at timestamp with time zone NOT NULL
+);
+
+-- Name: strategy_definitions; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.strategy_definitions (
+    name text NOT NULL,
+    title text,
+    description text,
+    parameters jsonb NOT NULL,
+    created_at timestamp with time zone NOT NULL
+);
+
+-- Name: strategy_deprecations; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.strategy_deprecations (
+    name text NOT NULL,
+    deprecated boolean NOT NULL
 );
 
 -- Name: tag_types; Type: TABLE; Schema: readmodel
@@ -983,6 +1008,10 @@ ALTER TABLE ONLY readmodel.api_tokens
 ALTER TABLE ONLY readmodel.api_tokens
     ADD CONSTRAINT api_tokens_secret_hash_key UNIQUE (secret_hash);
 
+-- Name: context_fields context_fields_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.context_fields
+    ADD CONSTRAINT context_fields_pkey PRIMARY KEY (name);
+
 -- Name: environments environments_pkey; Type: CONSTRAINT; Schema: readmodel
 ALTER TABLE ONLY readmodel.environments
     ADD CONSTRAINT environments_pkey PRIMARY KEY (name);
@@ -1038,6 +1067,14 @@ ALTER TABLE ONLY readmodel.segments
 -- Name: sessions sessions_pkey; Type: CONSTRAINT; Schema: readmodel
 ALTER TABLE ONLY readmodel.sessions
     ADD CONSTRAINT sessions_pkey PRIMARY KEY (session_hash);
+
+-- Name: strategy_definitions strategy_definitions_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.strategy_definitions
+    ADD CONSTRAINT strategy_definitions_pkey PRIMARY KEY (name);
+
+-- Name: strategy_deprecations strategy_deprecations_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.strategy_deprecations
+    ADD CONSTRAINT strategy_deprecations_pkey PRIMARY KEY (name);
 
 -- Name: tag_types tag_types_pkey; Type: CONSTRAINT; Schema: readmodel
 ALTER TABLE ONLY readmodel.tag_types

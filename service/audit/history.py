@@ -8,6 +8,11 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 import msgspec
 
 from eventlog.events.api_tokens import ApiTokenCreated, ApiTokenDeleted
+from eventlog.events.context_fields import (
+    ContextFieldCreated,
+    ContextFieldDeleted,
+    ContextFieldUpdated,
+)
 from eventlog.events.features import (
     EnvironmentVariantsSet,
     FeatureCloned,
@@ -22,6 +27,11 @@ from eventlog.events.features import (
     StrategyRemoved,
     StrategyUpdated,
     Variant,
+)
+from eventlog.events.strategy_definitions import (
+    StrategyDefinitionCreated,
+    StrategyDefinitionDeleted,
+    StrategyDefinitionUpdated,
 )
 from eventlog.events.users import (
     PersonalAccessTokenCreated,
@@ -68,6 +78,9 @@ FOLDED: Final[dict[str, tuple[str, ...]]] = {
         PersonalAccessTokenCreated.type_name(),
     ),
     "api-token": (ApiTokenCreated.type_name(),),
+    # A built-in type's or field's stream starts with no record: its first change has none.
+    "strategy": (StrategyDefinitionCreated.type_name(), StrategyDefinitionUpdated.type_name()),
+    "context-field": (ContextFieldCreated.type_name(), ContextFieldUpdated.type_name()),
 }
 # Events whose preData is what their stream held before them.
 NEEDS_BEFORE: Final = (
@@ -82,6 +95,10 @@ NEEDS_BEFORE: Final = (
     ServiceAccountDeleted,
     ApiTokenDeleted,
     PersonalAccessTokenDeleted,
+    StrategyDefinitionUpdated,
+    StrategyDefinitionDeleted,
+    ContextFieldUpdated,
+    ContextFieldDeleted,
 )
 
 
@@ -160,6 +177,10 @@ class _Stream:
                 | UserCreated()
                 | ServiceAccountCreated()
                 | ApiTokenCreated()
+                | StrategyDefinitionCreated()
+                | StrategyDefinitionUpdated()
+                | ContextFieldCreated()
+                | ContextFieldUpdated()
             ):
                 self.entity = event
 

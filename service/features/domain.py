@@ -196,6 +196,16 @@ def _check_segments(missing: Sequence[int]) -> None:
         raise ValidationError(f"Segment {missing[0]} does not exist - at `$.segments`")
 
 
+def check_strategy_type(
+    target: Target, state: EnvironmentState | None, name: str, *, known: bool
+) -> None:
+    """A strategy names a strategy type that exists (built in or custom; a deprecated one
+    too), as in Unleash; checked after the flag and environment are found."""
+    check_target(target, state)
+    if not known:
+        raise ValidationError(f"Could not find strategy type with name {name} - at `$.name`")
+
+
 def strategy_not_found(strategy_id: object) -> NotFound:
     return NotFound(f"Could not find strategy with id={strategy_id}")
 

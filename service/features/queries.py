@@ -12,6 +12,7 @@ import eventlog
 from eventlog.events.features import ClonedDependency, ClonedTag, StrategyData, Variant
 from projections.shapes import ConstraintColumn, StrategyVariantColumn, VariantColumn
 from service.features import domain
+from service.strategies.builtins import NAMES as BUILT_IN_STRATEGY_TYPES
 
 if TYPE_CHECKING:
     import uuid
@@ -290,6 +291,18 @@ async def missing_segments(conn: Conn, segments: list[int]) -> list[int]:
         return []
     found = {r["id"] for r in await conn.fetch(LOCK_SEGMENTS_SHARED, segments)}
     return [s for s in segments if s not in found]
+
+
+LOCK_STRATEGY_TYPE = "SELECT name FROM strategy_definitions WHERE name = $1 FOR SHARE"
+
+
+async def strategy_type_known(conn: Conn, name: str) -> bool:
+    """Whether a flag's strategy may name this type: a built-in one, or a custom one, whose row
+    stays share-locked until the transaction ends (its deletion waits, then counts this
+    strategy: service/strategies/handlers.py)."""
+    if name in BUILT_IN_STRATEGY_TYPES:
+        return True
+    return await conn.fetchval(LOCK_STRATEGY_TYPE, name) is not None
 
 
 async def lock_dependencies(conn: Conn, child: str, parent: str | None) -> domain.DependencyState:

@@ -176,6 +176,9 @@ async def test_verify_passes_on_a_healthy_log(any_conn: Conn) -> None:
         "tag_types": "matches rebuild",
         "tags": "matches rebuild",
         "feature_types": "matches rebuild",
+        "strategy_definitions": "matches rebuild",
+        "strategy_deprecations": "matches rebuild",
+        "context_fields": "matches rebuild",
         "activity_daily": "matches rebuild",
     }
     assert report.lines()[-1] == "verify: OK"

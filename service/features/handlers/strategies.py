@@ -47,6 +47,8 @@ async def add_strategy(request: web.Request) -> web.Response:
     body = await read_json(request, StrategyBody)
     async with unit_of_work(request) as uow:
         state = await queries.environment_state(uow.conn, target, lock=True)
+        known = await queries.strategy_type_known(uow.conn, body.name)
+        domain.check_strategy_type(target, state, body.name, known=known)
         event = domain.add_strategy(
             target,
             body,
@@ -70,6 +72,8 @@ async def update_strategy(request: web.Request) -> web.Response:
     strategy_id = _strategy_id(request)
     async with unit_of_work(request) as uow:
         state = await queries.environment_state(uow.conn, target, lock=True)
+        known = await queries.strategy_type_known(uow.conn, body.name)
+        domain.check_strategy_type(target, state, body.name, known=known)
         event = domain.update_strategy(
             target,
             body,
