@@ -118,6 +118,8 @@ ROUTE_PERMISSIONS = [
     ("GET", "/api/admin/segments/{id}", "READ"),
     ("PUT", "/api/admin/segments/{id}", "UPDATE_SEGMENT"),
     ("DELETE", "/api/admin/segments/{id}", "DELETE_SEGMENT"),
+    ("POST", "/api/admin/segments/validate", "READ"),
+    ("GET", "/api/admin/segments/{id}/strategies", "READ"),
     ("GET", "/api/admin/events", "ADMIN"),
     ("GET", "/api/admin/events/{featureName}", "READ"),
     ("GET", "/api/admin/search/events", "READ"),
