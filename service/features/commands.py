@@ -182,6 +182,15 @@ class CloneFeature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     replace_group_id: bool = True
 
 
+class SegmentName(msgspec.Struct, frozen=True, kw_only=True):
+    """POST /api/admin/segments/validate: a name to check before a segment takes it (Unleash's
+    nameSchema), under the rule a segment's name follows."""
+
+    example: ClassVar[dict[str, object]] = {"name": "beta-users"}
+
+    name: Short
+
+
 class SegmentBody(msgspec.Struct, frozen=True, kw_only=True):
     """POST and PUT of a segment: PUT replaces the whole segment."""
 

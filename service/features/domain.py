@@ -608,8 +608,14 @@ def clone_strategy(
 
 
 def _segment_name_free(body: SegmentBody, *, name_taken: bool) -> None:
-    if name_taken:
-        raise NameExists(f"A segment named {body.name} already exists")
+    segment_name_free(body.name, taken=name_taken)
+
+
+def segment_name_free(name: str, *, taken: bool) -> None:
+    """A segment may take the name (its form is the body's to check): else 409, as a create of
+    it would answer."""
+    if taken:
+        raise NameExists(f"A segment named {name} already exists")
 
 
 def segment_missing(segment_id: object) -> NotFound:

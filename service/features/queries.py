@@ -314,6 +314,15 @@ NEXT_SEGMENT_ID = "SELECT nextval('segment_ids')::integer"
 SEGMENT_NAME_TAKEN = "SELECT EXISTS (SELECT 1 FROM segments WHERE name = $1 AND id <> $2)"
 LOCK_SEGMENT = "SELECT name FROM segments WHERE id = $1 FOR UPDATE"
 SEGMENT_USED_BY = "SELECT count(*) FROM feature_strategies WHERE $1 = ANY(segments)"
+# The strategies that use a segment (GET /api/admin/segments/:id/strategies): those of archived
+# flags too, since they keep it from being deleted, as SEGMENT_USED_BY counts them
+# (docs/behavior.md, "Segment names and usage").
+STRATEGIES_USING_SEGMENT = """
+SELECT s.id::text AS id, f.project, s.feature_name, s.name, s.environment
+FROM feature_strategies s JOIN features f ON f.name = s.feature_name
+WHERE $1 = ANY(s.segments)
+ORDER BY s.feature_name, s.environment, s.sort_order, s.created_at, s.id
+"""
 
 
 class _SourceStrategy(msgspec.Struct, frozen=True, kw_only=True):

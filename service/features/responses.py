@@ -393,6 +393,35 @@ class VariantList(msgspec.Struct, frozen=True, kw_only=True):
         return cls(variants=_variants.decode(variants))
 
 
+class SegmentStrategy(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """A strategy that uses a segment (Unleash's segmentStrategiesSchema item)."""
+
+    id: str
+    project_id: str
+    feature_name: str
+    strategy_name: str
+    environment: str
+
+    @classmethod
+    def from_row(cls, row: asyncpg.Record) -> SegmentStrategy:
+        return cls(
+            id=row["id"],
+            project_id=row["project"],
+            feature_name=row["feature_name"],
+            strategy_name=row["name"],
+            environment=row["environment"],
+        )
+
+
+class SegmentStrategies(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """Unleash's segmentStrategiesSchema. Change requests are Unleash Enterprise's: that list is
+    always empty, and present, since Unleash's UI offers to delete a segment only when both
+    lists are empty."""
+
+    strategies: list[SegmentStrategy]
+    change_request_strategies: list[SegmentStrategy] = msgspec.field(default_factory=list)
+
+
 class Segment(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     id: int
     name: str

@@ -143,6 +143,8 @@ ROUTE_PERMISSIONS = [
     ("PUT", "/api/admin/context/{contextField}", "UPDATE_CONTEXT_FIELD"),
     ("DELETE", "/api/admin/context/{contextField}", "DELETE_CONTEXT_FIELD"),
     ("GET", "/api/admin/context/{contextField}/strategies", "READ"),
+    ("POST", "/api/admin/segments/validate", "READ"),
+    ("GET", "/api/admin/segments/{id}/strategies", "READ"),
     ("GET", "/api/admin/events", "ADMIN"),
     ("GET", "/api/admin/events/{featureName}", "READ"),
     ("GET", "/api/admin/search/events", "READ"),
