@@ -25,6 +25,7 @@ from eventlog.events.features import (
     FeatureArchived,
     FeatureCloned,
     FeatureCreated,
+    FeatureDeleted,
     FeatureEnvironmentDisabled,
     FeatureEnvironmentEnabled,
     FeatureRevived,
@@ -134,6 +135,7 @@ DomainEvent: TypeAlias = (
     | ContextFieldCreated
     | ContextFieldUpdated
     | ContextFieldDeleted
+    | FeatureDeleted
 )
 
 EVENT_TYPES: Final[dict[str, type[Event]]] = {cls.type_name(): cls for cls in get_args(DomainEvent)}

@@ -36,7 +36,15 @@ from service.client.feed import RELEVANT, Feed
 from service.context import handlers as context_fields
 from service.errors import NotReady
 from service.feature_types import handlers as feature_types
-from service.features.handlers import clone, dependencies, flags, segments, strategies, tags
+from service.features.handlers import (
+    archive,
+    clone,
+    dependencies,
+    flags,
+    segments,
+    strategies,
+    tags,
+)
 from service.frontend import handlers as frontend
 from service.frontend.engine import FRONTEND_ENGINES, Engines
 from service.http.answers import json_response
@@ -121,6 +129,7 @@ ROUTES: list[Route] = [
     *api_tokens.ROUTES,
     *projects.ROUTES,
     *flags.ROUTES,
+    *archive.ROUTES,
     *strategies.ROUTES,
     *tags.ROUTES,
     *dependencies.ROUTES,

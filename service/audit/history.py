@@ -146,9 +146,10 @@ class _Stream:
     def apply(self, event: DomainEvent) -> None:  # noqa: C901 - one branch per folded type
         match event:
             case FeatureCreated(project=project):
-                self.project = project
+                # A create starts the stream anew: it may follow a deleted namesake's events.
+                self._start(project)
             case FeatureCloned():
-                self.project = event.project
+                self._start(event.project)
                 self.tags = {(t.tag_type, t.value): None for t in event.tags}
                 for env in event.environments:
                     self.strategies |= {s.id: s for s in env.strategies}
@@ -183,6 +184,10 @@ class _Stream:
                 | ContextFieldUpdated()
             ):
                 self.entity = event
+
+    def _start(self, project: str) -> None:
+        self.project = project
+        self.tags, self.strategies, self.variants = {}, {}, {}
 
     def sorted_tags(self) -> list[Tag]:
         return [Tag(value=value, type=kind) for kind, value in sorted(self.tags)]

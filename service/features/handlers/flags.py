@@ -1,5 +1,5 @@
-"""HTTP handlers of /api/admin/projects/:projectId/features: create, read, list, archive,
-revive, and mark stale."""
+"""HTTP handlers of /api/admin/projects/:projectId/features: create, read, list, and mark
+stale (archiving and reviving are the archive's: handlers/archive.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from service import auth
 from service.errors import InvalidOperation, NameExists, NotFound
 from service.features import domain, queries
-from service.features.commands import CreateFeature, MarkStale, ReviveFeatures
+from service.features.commands import CreateFeature, MarkStale
 from service.features.responses import Feature, FeatureList
 from service.http.answers import empty, json_response
 from service.http.past import reading
@@ -25,6 +25,7 @@ async def create_feature(request: web.Request) -> web.Response:
     cmd = await read_json(request, CreateFeature)
     async with unit_of_work(request) as uow:
         project_active = await uow.conn.fetchval(queries.LOCK_PROJECT_SHARED, project_id)
+        version = await queries.freed_stream(uow.conn, cmd.name)  # before the name's holder
         context = await uow.conn.fetchrow(queries.CREATE_CONTEXT, project_id, cmd.name)
         assert context is not None  # a SELECT from an aggregate has its one row
         event = domain.create_feature(
@@ -34,7 +35,13 @@ async def create_feature(request: web.Request) -> web.Response:
             holder_archived=context["holder_archived"],
             now=datetime.now(UTC),
         )
-        await uow.append(domain.stream(cmd.name), [event], actor(request), new=True)
+        await uow.append(
+            domain.stream(cmd.name),
+            [event],
+            actor(request),
+            new=version is None,
+            at_version=version,
+        )
     return json_response(Feature.created(event, context))
 
 
@@ -55,37 +62,6 @@ async def list_features(request: web.Request) -> web.Response:
         rows = await conn.fetch(queries.ACTIVE_FEATURES_IN_PROJECT, project_id)
         found = await queries.features(conn, rows)
     return json_response(FeatureList(features=[Feature.from_rows(*f) for f in found]))
-
-
-async def archive_feature(request: web.Request) -> web.Response:
-    name, project_id = request.match_info["featureName"], request.match_info["projectId"]
-    async with unit_of_work(request) as uow:
-        event = domain.archive_feature(
-            name,
-            project_id,
-            archived=await uow.conn.fetchval(queries.LOCK_ARCHIVED_STATE, name, project_id),
-            now=datetime.now(UTC),
-        )
-        await uow.append(domain.stream(name), [event], actor(request))
-    return empty(202)
-
-
-async def revive_features(request: web.Request) -> web.Response:
-    project_id = request.match_info["projectId"]
-    cmd = await read_json(request, ReviveFeatures)
-    async with unit_of_work(request) as uow:
-        project_active = await uow.conn.fetchval(queries.LOCK_PROJECT_SHARED, project_id)
-        rows = await uow.conn.fetch(queries.LOCK_ARCHIVED_IN_PROJECT, project_id, cmd.features)
-        events = domain.revive_features(
-            cmd.features,
-            project_id,
-            project_active=bool(project_active),
-            archived_here={r["name"] for r in rows},
-            now=datetime.now(UTC),
-        )
-        for event in events:
-            await uow.append(domain.stream(event.name), [event], actor(request))
-    return empty()
 
 
 async def mark_stale(request: web.Request) -> web.Response:
@@ -137,20 +113,6 @@ ROUTES = [
         auth.READ,
         ok={200: Feature},
         past=True,
-    ),
-    Route(
-        "DELETE",
-        "/api/admin/projects/{projectId}/features/{featureName}",
-        archive_feature,
-        auth.DELETE_FEATURE,
-        ok={202: None},
-    ),
-    Route(
-        "POST",
-        "/api/admin/projects/{projectId}/revive",
-        revive_features,
-        auth.UPDATE_FEATURE,
-        body=ReviveFeatures,
     ),
     Route(
         "POST",
