@@ -60,7 +60,7 @@ async def archive_features(request: web.Request) -> web.Response:
     return empty(202)
 
 
-async def check_archive(request: web.Request) -> web.Response:
+async def validate_archive_features(request: web.Request) -> web.Response:
     """What the UI's archive dialog asks before it offers to archive: a read, nothing locked."""
     cmd = await read_json(request, BatchFeatures)
     async with request.app[POOL].acquire() as conn:
@@ -127,13 +127,13 @@ async def delete_features(request: web.Request) -> web.Response:
     return empty()
 
 
-async def list_archived(request: web.Request) -> web.Response:
+async def get_archived_features(request: web.Request) -> web.Response:
     async with reading(request) as conn:
         rows = await conn.fetch(queries.ARCHIVED_FEATURES, None)
     return json_response(ArchivedFeatureList(features=[ArchivedFeature.from_row(r) for r in rows]))
 
 
-async def list_archived_in_project(request: web.Request) -> web.Response:
+async def get_archived_features_by_project_id(request: web.Request) -> web.Response:
     """An archived project's archived flags too; a project that never existed is a 404 (unlike
     Unleash, which answers an empty list)."""
     project_id = request.match_info["projectId"]
@@ -165,7 +165,7 @@ ROUTES = [
     Route(
         "POST",
         "/api/admin/projects/{projectId}/archive/validate",
-        check_archive,
+        validate_archive_features,
         auth.DELETE_FEATURE,
         body=BatchFeatures,
         ok={200: ArchiveCheck},
@@ -188,7 +188,7 @@ ROUTES = [
     Route(
         "GET",
         "/api/admin/archive/features",
-        list_archived,
+        get_archived_features,
         auth.READ,
         ok={200: ArchivedFeatureList},
         past=True,
@@ -196,7 +196,7 @@ ROUTES = [
     Route(
         "GET",
         "/api/admin/archive/features/{projectId}",
-        list_archived_in_project,
+        get_archived_features_by_project_id,
         auth.READ,
         ok={200: ArchivedFeatureList},
         past=True,
