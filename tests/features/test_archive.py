@@ -554,3 +554,17 @@ async def test_bulk_routes_answer_bad_or_unknown_names_with_a_4xx_and_change_not
     else:
         await error(resp, 400, "ValidationError")
     assert await event_count(app) == before
+
+
+async def test_the_archived_list_s_path_takes_only_get(client: Client) -> None:
+    """`/api/admin/archive/features` is the list's: no flag's deletion route takes it, so the
+    methods it answers are the ones the document gives it."""
+    await flag(client, "features")
+    await archive(client, "features")
+    for method in ("DELETE", "OPTIONS", "POST"):
+        resp = await client.request(method, f"{ARCHIVE}/features", headers=ADMIN)
+        await error(resp, 405, "MethodNotAllowedError")
+        assert resp.headers["Allow"] == "GET"
+    # The flag named so leaves the archive through its project's delete route.
+    await post(client, f"{PROJECT}/delete", {"features": ["features"]}, 200)
+    await error(await get_flag(client, "features"), 404, "NotFoundError")

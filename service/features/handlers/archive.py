@@ -209,7 +209,9 @@ ROUTES = [
     ),
     Route(
         "DELETE",
-        "/api/admin/archive/{featureName}",
+        # Not `features`: that path is the archived list's, which only GET reads (a flag named
+        # `features` leaves the archive through the project's delete route instead).
+        "/api/admin/archive/{featureName:(?!features$)[^/]+}",
         delete_feature,
         auth.DELETE_FEATURE,
         errors=(InvalidOperation,),
