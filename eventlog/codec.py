@@ -31,6 +31,7 @@ from eventlog.events.features import (
     FeatureArchived,
     FeatureCloned,
     FeatureCreated,
+    FeatureDeleted,
     FeatureEnvironmentDisabled,
     FeatureEnvironmentEnabled,
     FeatureRevived,
@@ -148,6 +149,7 @@ DomainEvent: TypeAlias = (
     | ProjectUnfavorited
     | FeatureUpdated
     | StrategiesReordered
+    | FeatureDeleted
 )
 
 EVENT_TYPES: Final[dict[str, type[Event]]] = {cls.type_name(): cls for cls in get_args(DomainEvent)}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Final
 
-from eventlog.events.features import FeatureCloned, FeatureCreated
+from eventlog.events.features import FeatureCloned, FeatureCreated, FeatureDeleted
 from projections.base import Projection
 from projections.features import PROJECTION as FEATURES
 from projections.writes import Delete, Insert, Table, Write
@@ -40,6 +40,8 @@ def writes(recorded: RecordedEvent) -> list[Write]:
     """Each event of a flag (of its stream `feature/<name>`): its author has changed it."""
     if type(recorded.event) not in _FLAG_EVENTS:
         return []
+    if isinstance(recorded.event, FeatureDeleted):  # the flag is gone, and who changed it
+        return [Delete(FEATURE_COLLABORATORS, {"feature_name": recorded.stream_key})]
     meta = recorded.metadata
     user_id = author(meta.actor_kind, meta.actor_id)
     created = isinstance(recorded.event, (FeatureCreated, FeatureCloned))

@@ -11,6 +11,7 @@ from eventlog.events.favorites import (
     ProjectFavorited,
     ProjectUnfavorited,
 )
+from eventlog.events.features import FeatureDeleted
 from eventlog.events.users import UserDeleted, UsersDeleted
 from projections.base import Projection
 from projections.writes import Delete, Insert, Table, Write
@@ -44,6 +45,8 @@ def writes(recorded: RecordedEvent) -> list[Write]:  # noqa: PLR0911 - a case pe
         case ProjectUnfavorited() as e:
             where = {"user_id": e.user_id, "project_id": e.project_id}
             return [Delete(FAVORITE_PROJECTS, where)]
+        case FeatureDeleted() as e:  # everyone's favourite of it goes with it
+            return [Delete(FAVORITE_FEATURES, {"feature_name": e.name})]
         case UserDeleted() as e:
             return _forget([e.user_id])
         case UsersDeleted() as e:
@@ -59,6 +62,7 @@ PROJECTION = Projection(
     writes=writes,
     handles=frozenset(
         {
+            FeatureDeleted,
             FeatureFavorited,
             FeatureUnfavorited,
             ProjectFavorited,

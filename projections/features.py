@@ -1,5 +1,5 @@
-"""Read model `features`: one row per flag ever created, archived ones included, with its
-per-environment state, strategies, tags and dependencies."""
+"""Read model `features`: one row per flag that exists, archived ones included (a deleted flag
+leaves every table), with its per-environment state, strategies, tags and dependencies."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from eventlog.events.features import (
     FeatureArchived,
     FeatureCloned,
     FeatureCreated,
+    FeatureDeleted,
     FeatureEnvironmentDisabled,
     FeatureEnvironmentEnabled,
     FeatureRevived,
@@ -161,6 +162,8 @@ def writes(recorded: RecordedEvent) -> list[Write]:  # noqa: C901, PLR0911, PLR0
                 Update(FEATURE_STRATEGIES, {"id": s.strategy_id}, {"sort_order": s.sort_order})
                 for s in e.sort_orders
             ]
+        case FeatureDeleted() as e:
+            return _deleted(e.name)
         case _:
             return []
 
@@ -185,6 +188,18 @@ def _clone(e: FeatureCloned) -> list[Write]:
     return out
 
 
+def _deleted(name: str) -> list[Write]:
+    """Every row of the flag. Its dependencies on parents are its rows; a dependency of another
+    flag on it is that flag's (its stream's), and a deletion is refused while there is one."""
+    return [
+        Delete(FEATURE_STRATEGIES, {"feature_name": name}),
+        Delete(FEATURE_ENVIRONMENTS, {"feature_name": name}),
+        Delete(FEATURE_TAGS, {"feature_name": name}),
+        Delete(FEATURE_DEPENDENCIES, {"child": name}),
+        Delete(FEATURES, {"name": name}),
+    ]
+
+
 PROJECTION = Projection(
     name="features",
     mode="inline",
@@ -199,6 +214,7 @@ PROJECTION = Projection(
             FeatureArchived,
             FeatureCloned,
             FeatureCreated,
+            FeatureDeleted,
             FeatureEnvironmentDisabled,
             FeatureEnvironmentEnabled,
             FeatureRevived,

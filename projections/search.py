@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from eventlog.events.features import FeatureCloned, FeatureCreated
+from eventlog.events.features import FeatureCloned, FeatureCreated, FeatureDeleted
 from projections.base import Projection
-from projections.writes import Insert, Table, Write
+from projections.writes import Delete, Insert, Table, Write
 
 if TYPE_CHECKING:
     from eventlog.codec import RecordedEvent
@@ -41,6 +41,8 @@ def writes(recorded: RecordedEvent) -> list[Write]:
         case FeatureCreated() | FeatureCloned() as e:
             row = {"feature_name": e.name, "user_id": creator_id(recorded.metadata)}
             return [Insert(FEATURE_CREATORS, row)]
+        case FeatureDeleted() as e:
+            return [Delete(FEATURE_CREATORS, {"feature_name": e.name})]
         case _:
             return []
 
@@ -51,6 +53,6 @@ PROJECTION = Projection(
     by_stream=True,
     tables=(FEATURE_CREATORS,),
     writes=writes,
-    handles=frozenset({FeatureCloned, FeatureCreated}),
+    handles=frozenset({FeatureCloned, FeatureCreated, FeatureDeleted}),
     reads_metadata=True,
 )

@@ -39,6 +39,7 @@ from service.errors import NotReady
 from service.favorites import handlers as favorites
 from service.feature_types import handlers as feature_types
 from service.features.handlers import (
+    archive,
     clone,
     constraints,
     dependencies,
@@ -133,6 +134,7 @@ ROUTES: list[Route] = [
     *api_tokens.ROUTES,
     *projects.ROUTES,
     *flags.ROUTES,
+    *archive.ROUTES,
     *strategies.ROUTES,
     *tags.ROUTES,
     *dependencies.ROUTES,

@@ -58,6 +58,7 @@ CREATE FUNCTION public.event_kind(p_type text, p_data jsonb) RETURNS text
         WHEN 'FeatureCloned' THEN 'feature-created'
         WHEN 'FeatureArchived' THEN 'feature-archived'
         WHEN 'FeatureRevived' THEN 'feature-revived'
+        WHEN 'FeatureDeleted' THEN 'feature-deleted'
         WHEN 'FeatureStaleSet' THEN
             CASE WHEN p_data -> 'stale' = 'true'::jsonb THEN 'feature-stale-on'
                  ELSE 'feature-stale-off' END

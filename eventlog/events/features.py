@@ -324,6 +324,27 @@ class SegmentDeleted(Event, frozen=True, kw_only=True, tag="SegmentDeleted"):
     name: str
 
 
+# --- deletion ---------------------------------------------------------------------------------
+
+
+class FeatureDeleted(Event, frozen=True, kw_only=True, tag="FeatureDeleted"):
+    """An archived flag was deleted: it leaves every read model and its name is free again; a
+    flag created later with that name continues this stream. The flag as it was (`feature_type`
+    to `archived_at`) is kept for the audit trail, which shows it as Unleash's preData."""
+
+    not_personal: ClassVar[tuple[str, ...]] = ("name", "project", "feature_type", "description")
+
+    name: str
+    project: str
+    feature_type: str
+    description: str | None
+    stale: bool
+    impression_data: bool
+    created_at: datetime
+    archived_at: datetime
+    deleted_at: datetime
+
+
 # --- upcasters --------------------------------------------------------------------------------
 # Version 1 stored nested constraints and variants with the request's camelCase names
 # (`contextName`, `caseInsensitive`, `weightType`); version 2 names them like every other

@@ -164,12 +164,13 @@ class _Stream:
     def apply(self, event: DomainEvent) -> None:  # noqa: C901, PLR0912 - one per folded type
         match event:
             case FeatureCreated(project=project):
-                self.project = project
+                # A create starts the stream anew: it may follow a deleted namesake's events.
+                self._start(project)
                 self.fields = flag_fields(event)
             case FeatureUpdated():
                 self.fields = flag_fields(event)
             case FeatureCloned():
-                self.project = event.project
+                self._start(event.project)
                 self.fields = flag_fields(event)
                 self.tags = {(t.tag_type, t.value): None for t in event.tags}
                 for env in event.environments:
@@ -205,6 +206,10 @@ class _Stream:
                 | ContextFieldUpdated()
             ):
                 self.entity = event
+
+    def _start(self, project: str) -> None:
+        self.project = project
+        self.tags, self.strategies, self.variants = {}, {}, {}
 
     def sorted_tags(self) -> list[Tag]:
         return [Tag(value=value, type=kind) for kind, value in sorted(self.tags)]

@@ -24,6 +24,7 @@ from eventlog.events.features import (
     FeatureArchived,
     FeatureCloned,
     FeatureCreated,
+    FeatureDeleted,
     FeatureEnvironmentDisabled,
     FeatureEnvironmentEnabled,
     FeatureRevived,
@@ -187,6 +188,23 @@ def _feature(event: FeatureCreated | FeatureCloned) -> dict[str, Any]:
     }
 
 
+def _deleted_feature(event: FeatureDeleted) -> dict[str, Any]:
+    """Unleash's feature-deleted preData: the flag as it was, with when it was archived."""
+    shown = camel(event)
+    return {
+        "name": event.name,
+        "type": event.feature_type,
+        "stale": event.stale,
+        "project": event.project,
+        "archived": True,
+        "createdAt": shown["createdAt"],
+        "lastSeenAt": None,
+        "description": event.description,
+        "impressionData": event.impression_data,
+        "archivedAt": shown["archivedAt"],
+    }
+
+
 def _cloned(event: FeatureCloned) -> dict[str, Any]:
     copied = camel(event)
     return _feature(event) | {
@@ -301,6 +319,7 @@ def data(event: DomainEvent) -> Any:  # noqa: C901, PLR0911, PLR0912 - a shape p
         case (
             FeatureArchived()
             | FeatureRevived()
+            | FeatureDeleted()
             | FeatureStaleSet()
             | FeatureEnvironmentEnabled()
             | FeatureEnvironmentDisabled()
@@ -366,6 +385,8 @@ def pre_data(event: DomainEvent, before: Any) -> Any:  # noqa: PLR0911 - one per
             return {"type": tag_type, "value": value}
         case UsersDeleted(users=users):
             return {"users": [_account(u) for u in users]}
+        case FeatureDeleted():
+            return _deleted_feature(event)
     match before:
         case None:
             return None

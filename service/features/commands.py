@@ -33,7 +33,10 @@ class CreateFeature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 FeatureNames = Annotated[list[str], msgspec.Meta(min_length=1, max_length=1000)]
 
 
-class ReviveFeatures(msgspec.Struct, frozen=True, kw_only=True):
+class BatchFeatures(msgspec.Struct, frozen=True, kw_only=True):
+    """Unleash's batchFeaturesSchema: the flags a project's archive, revive, delete or archive
+    check is about (each name once counts; repeats are ignored)."""
+
     example: ClassVar[dict[str, object]] = {"features": ["old-checkout"]}
     features: FeatureNames
 

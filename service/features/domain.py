@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Final, TypeVar, get_args
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar, get_args
 
 import msgspec
 
@@ -25,6 +25,7 @@ from eventlog.events.features import (
     FeatureArchived,
     FeatureCloned,
     FeatureCreated,
+    FeatureDeleted,
     FeatureEnvironmentDisabled,
     FeatureEnvironmentEnabled,
     FeatureRevived,
@@ -50,7 +51,7 @@ from service.features import commands, patches
 from service.names import validate_name
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection, Sequence
+    from collections.abc import Callable, Collection, Mapping, Sequence
 
     from service.features.commands import (
         CloneFeature,
@@ -66,6 +67,14 @@ E = TypeVar("E")
 
 FLAG_EXISTS = "A flag with that name already exists"
 ARCHIVED_FLAG_EXISTS = "An archived flag with that name already exists"
+# What archiving, reviving and deleting append to a flag's stream.
+FlagEvent = (
+    DependencyRemoved
+    | FeatureArchived
+    | FeatureRevived
+    | FeatureEnvironmentDisabled
+    | FeatureDeleted
+)
 
 
 def stream(name: str) -> tuple[str, str]:
@@ -117,34 +126,201 @@ def create_feature(
     )
 
 
+# --- the archive: archive, revive, delete (docs/behavior.md, "The archive") ---------------
+
+
+class ArchiveFlag(msgspec.Struct, frozen=True, kw_only=True):
+    """A flag as the archive's rules see it, read with its row locked: its record (what a
+    deletion keeps for the audit trail) and the environments it is switched on in."""
+
+    name: str
+    project: str
+    feature_type: str
+    description: str | None
+    stale: bool
+    impression_data: bool
+    created_at: datetime
+    archived_at: datetime | None
+    enabled_in: list[str] = []
+
+
+class Link(NamedTuple):
+    """A dependency: `child` depends on `parent`."""
+
+    child: str
+    parent: str
+
+
+NAMED_AT_MOST = 10  # flags a refusal names; the count of the others follows
+
+
+def _named(names: Sequence[str]) -> str:
+    shown = ", ".join(names[:NAMED_AT_MOST])
+    more = len(names) - NAMED_AT_MOST
+    return f"{shown} and {more} more" if more > 0 else shown
+
+
+def _listed(names: Sequence[str]) -> list[str]:
+    """Each name once, in the order given."""
+    return list(dict.fromkeys(names))
+
+
+def parents_with_children(names: Sequence[str], links: Sequence[Link]) -> list[str]:
+    """The flags among `names` that other flags, not among them, depend on (Unleash's orphan
+    parents), in name order."""
+    listed = set(names)
+    return sorted(
+        {link.parent for link in links if link.parent in listed and link.child not in listed}
+    )
+
+
+def _no_children_left(verb: str, names: Sequence[str], links: Sequence[Link]) -> None:
+    parents = parents_with_children(names, links)
+    if parents:
+        listed = set(names)
+        children = sorted(
+            {link.child for link in links if link.parent in parents and link.child not in listed}
+        )
+        them = "it" if len(parents) == 1 else "them"
+        raise InvalidOperation(
+            f"You can not {verb} {_named(parents)} since other flags depend on {them}:"
+            f" {_named(children)}"
+        )
+
+
+def _archived(name: str, project_id: str, links: Sequence[Link], now: datetime) -> list[FlagEvent]:
+    """A flag's events of an archive: its own dependencies go first (as in Unleash, an
+    archived flag depends on nothing), then the archive."""
+    events: list[FlagEvent] = [
+        DependencyRemoved(name=name, project=project_id, parent=parent)
+        for parent in sorted({link.parent for link in links if link.child == name})
+    ]
+    events.append(FeatureArchived(name=name, project=project_id, archived_at=now))
+    return events
+
+
 def archive_feature(
-    name: str, project_id: str, *, archived: bool | None, now: datetime
-) -> FeatureArchived:
-    """archived: None when no such flag is in the project."""
-    if archived is None or archived:
+    name: str,
+    project_id: str,
+    flag: ArchiveFlag | None,
+    *,
+    links: Sequence[Link],
+    now: datetime,
+) -> list[FlagEvent]:
+    """flag: the project's flag of that name, None when it has none."""
+    if flag is None or flag.archived_at is not None:
         raise NotFound(f"Could not find an active flag named {name} in project {project_id}")
-    return FeatureArchived(name=name, project=project_id, archived_at=now)
+    _no_children_left("archive", [name], links)
+    return _archived(name, project_id, links, now)
+
+
+def archive_features(
+    names: Sequence[str],
+    project_id: str,
+    *,
+    flags: Mapping[str, ArchiveFlag],
+    links: Sequence[Link],
+    now: datetime,
+) -> list[FlagEvent]:
+    """All or nothing: every name must be an active flag of this project (unlike Unleash, which
+    skips the others), and no flag outside the list may depend on one in it."""
+    unique = _listed(names)
+    missing = [n for n in unique if n not in flags or flags[n].archived_at is not None]
+    if missing:
+        raise NotFound(f"No active flag named {_named(missing)} in project {project_id}")
+    _no_children_left("archive", unique, links)
+    return [event for n in unique for event in _archived(n, project_id, links, now)]
+
+
+def _revived(flag: ArchiveFlag, now: datetime) -> list[FlagEvent]:
+    """Revived as in Unleash: at lifecycle `initial`, and switched off wherever it was on."""
+    events: list[FlagEvent] = [
+        FeatureRevived(
+            name=flag.name, project=flag.project, revived_at=now, lifecycle_stage="initial"
+        )
+    ]
+    events += [
+        FeatureEnvironmentDisabled(name=flag.name, project=flag.project, environment=environment)
+        for environment in sorted(flag.enabled_in)
+    ]
+    return events
 
 
 def revive_features(
-    names: list[str],
+    names: Sequence[str],
     project_id: str,
     *,
     project_active: bool,
-    archived_here: set[str],
+    flags: Mapping[str, ArchiveFlag],
     now: datetime,
-) -> list[FeatureRevived]:
-    """All or nothing: every name must be an archived flag of this project."""
+) -> list[FlagEvent]:
+    """All or nothing: every name must be an archived flag of this project. flags: the
+    project's flags among names."""
     if not project_active:
         raise project_missing(project_id)
-    unique = list(dict.fromkeys(names))
-    missing = [n for n in unique if n not in archived_here]
+    unique = _listed(names)
+    missing = [n for n in unique if n not in flags or flags[n].archived_at is None]
     if missing:
-        raise NotFound(f"No archived flag named {', '.join(missing[:10])} in project {project_id}")
-    return [
-        FeatureRevived(name=n, project=project_id, revived_at=now, lifecycle_stage="initial")
-        for n in unique
-    ]
+        raise NotFound(f"No archived flag named {_named(missing)} in project {project_id}")
+    return [event for n in unique for event in _revived(flags[n], now)]
+
+
+def revive_feature(
+    name: str, flag: ArchiveFlag | None, *, project_active: bool, now: datetime
+) -> list[FlagEvent]:
+    """The archive's own revive, by name alone: into the flag's project, which must be active.
+    flag: the flag of that name, None when there is none."""
+    if flag is None or flag.archived_at is None:
+        raise NotFound(f"No archived flag named {name}")
+    if not project_active:
+        raise project_missing(flag.project)
+    return _revived(flag, now)
+
+
+def _deleted(flag: ArchiveFlag, now: datetime) -> FeatureDeleted:
+    assert flag.archived_at is not None  # only archived flags are deleted
+    return FeatureDeleted(
+        name=flag.name,
+        project=flag.project,
+        feature_type=flag.feature_type,
+        description=flag.description,
+        stale=flag.stale,
+        impression_data=flag.impression_data,
+        created_at=flag.created_at,
+        archived_at=flag.archived_at,
+        deleted_at=now,
+    )
+
+
+def delete_feature(
+    name: str, flag: ArchiveFlag | None, *, links: Sequence[Link], now: datetime
+) -> FeatureDeleted:
+    """Only an archived flag is deleted (unlike Unleash, which answers 200 for an active one,
+    deletes nothing and still records a deletion). flag: the flag of that name, or None."""
+    if flag is None:
+        raise NotFound(f"No archived flag named {name}")
+    if flag.archived_at is None:
+        raise NotFound(f"Flag {name} is not archived: archive it before deleting it")
+    _no_children_left("delete", [name], links)
+    return _deleted(flag, now)
+
+
+def delete_features(
+    names: Sequence[str],
+    project_id: str,
+    *,
+    flags: Mapping[str, ArchiveFlag],
+    links: Sequence[Link],
+    now: datetime,
+) -> list[FeatureDeleted]:
+    """All or nothing: every name must be an archived flag of this project (unlike Unleash,
+    which skips the others), and no flag outside the list may depend on one in it."""
+    unique = _listed(names)
+    missing = [n for n in unique if n not in flags or flags[n].archived_at is None]
+    if missing:
+        raise NotFound(f"No archived flag named {_named(missing)} in project {project_id}")
+    _no_children_left("delete", unique, links)
+    return [_deleted(flags[n], now) for n in unique]
 
 
 def mark_stale(

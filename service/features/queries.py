@@ -189,14 +189,51 @@ SELECT (SELECT f.archived_at IS NOT NULL FROM features f WHERE f.name = $2) AS h
 FROM (ENVIRONMENTS_OF_PROJECT) e
 """.replace("ENVIRONMENTS_OF_PROJECT", _PROJECT_ENVIRONMENTS.replace("$P", "$1"))
 LOCK_PROJECT_SHARED = "SELECT archived_at IS NULL FROM projects WHERE id = $1 FOR SHARE"
-# Row locks: concurrent archives or revives of one flag queue, and the later ones see the
-# state the first one left (READ COMMITTED re-reads a row it waited for).
-LOCK_ARCHIVED_STATE = """
-SELECT archived_at IS NOT NULL FROM features WHERE name = $1 AND project = $2 FOR UPDATE
+# The archive's row locks (in name order): concurrent archives, revives and deletions of one
+# flag queue, and the later ones see the state the first one left (READ COMMITTED re-reads a
+# row it waited for). The flags' environments and dependencies are read after the locks.
+_ARCHIVE_FLAG = """
+SELECT name, project, type, description, stale, impression_data, created_at, archived_at
+FROM features
 """
-LOCK_ARCHIVED_IN_PROJECT = """
-SELECT name FROM features WHERE project = $1 AND archived_at IS NOT NULL AND name = ANY($2)
-ORDER BY name FOR UPDATE
+LOCK_ARCHIVE_FLAGS = (
+    _ARCHIVE_FLAG
+    + """
+WHERE name = ANY($1::text[]) AND project = $2 ORDER BY name FOR UPDATE
+"""
+)
+LOCK_ARCHIVE_FLAG = _ARCHIVE_FLAG + "WHERE name = $1 FOR UPDATE"
+ENABLED_IN = """
+SELECT feature_name, environment FROM feature_environments
+WHERE feature_name = ANY($1::text[]) AND enabled ORDER BY feature_name, environment
+"""
+# Dependencies of and on the flags: a new one on a flag waits for its lock (LOCK_PAIR).
+LINKS = """
+SELECT child, parent FROM feature_dependencies
+WHERE child = ANY($1::text[]) OR parent = ANY($1::text[]) ORDER BY child, parent
+"""
+PROJECT_EXISTS = "SELECT EXISTS (SELECT 1 FROM projects WHERE id = $1)"
+# The archive's list (Unleash's archivedFeatureSchema): each flag with the environments an SDK
+# reported it in (telemetry, not the log, as in _FEATURE), newest archive first.
+ARCHIVED_FEATURES = """
+SELECT f.name, f.description, f.type, f.project, f.stale, f.created_at, f.impression_data,
+       f.archived_at,
+       (SELECT max(l.last_seen_at) FROM telemetry.feature_last_seen l
+        WHERE l.feature_name = f.name AND l.last_seen_at >= f.created_at) AS last_seen_at,
+       array(SELECT l.environment FROM telemetry.feature_last_seen l
+             WHERE l.feature_name = f.name AND l.last_seen_at >= f.created_at
+             ORDER BY l.environment) AS seen_in,
+       array(SELECT l.last_seen_at FROM telemetry.feature_last_seen l
+             WHERE l.feature_name = f.name AND l.last_seen_at >= f.created_at
+             ORDER BY l.environment) AS seen_at,
+       array(SELECT coalesce(fe.enabled, false) FROM telemetry.feature_last_seen l
+             LEFT JOIN feature_environments fe
+                    ON fe.feature_name = f.name AND fe.environment = l.environment
+             WHERE l.feature_name = f.name AND l.last_seen_at >= f.created_at
+             ORDER BY l.environment) AS seen_enabled
+FROM features f
+WHERE f.archived_at IS NOT NULL AND ($1::text IS NULL OR f.project = $1)
+ORDER BY f.archived_at DESC, f.name
 """
 LOCK_FLAGS = """
 SELECT name, project, stale FROM features WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE
@@ -462,3 +499,59 @@ async def strategy_sort_order(
         STRATEGY_SORT_ORDER, strategy_id, target.feature, target.environment
     )
     return None if value is None else int(value)
+
+
+def _archive_flag(row: asyncpg.Record, enabled_in: list[str]) -> domain.ArchiveFlag:
+    return domain.ArchiveFlag(
+        name=row["name"],
+        project=row["project"],
+        feature_type=row["type"],
+        description=row["description"],
+        stale=row["stale"],
+        impression_data=row["impression_data"],
+        created_at=row["created_at"],
+        archived_at=row["archived_at"],
+        enabled_in=enabled_in,
+    )
+
+
+async def _archive_state(
+    conn: Conn, rows: list[asyncpg.Record], names: list[str]
+) -> tuple[dict[str, domain.ArchiveFlag], list[domain.Link]]:
+    found = [row["name"] for row in rows]
+    enabled: dict[str, list[str]] = {name: [] for name in found}
+    for r in await conn.fetch(ENABLED_IN, found) if found else []:
+        enabled[r["feature_name"]].append(r["environment"])
+    links = [domain.Link(r["child"], r["parent"]) for r in await conn.fetch(LINKS, names)]
+    return {row["name"]: _archive_flag(row, enabled[row["name"]]) for row in rows}, links
+
+
+async def lock_archive_flags(
+    conn: Conn, names: list[str], project_id: str
+) -> tuple[dict[str, domain.ArchiveFlag], list[domain.Link]]:
+    """The project's flags among names (row-locked, in name order), and every dependency of or
+    on one of the names."""
+    unique = sorted(set(names))
+    return await _archive_state(
+        conn, await conn.fetch(LOCK_ARCHIVE_FLAGS, unique, project_id), unique
+    )
+
+
+async def lock_archive_flag(
+    conn: Conn, name: str
+) -> tuple[domain.ArchiveFlag | None, list[domain.Link]]:
+    """The flag of that name in any project (row-locked), and its dependencies either way."""
+    row = await conn.fetchrow(LOCK_ARCHIVE_FLAG, name)
+    flags, links = await _archive_state(conn, [] if row is None else [row], [name])
+    return flags.get(name), links
+
+
+async def freed_stream(conn: Conn, name: str) -> int | None:
+    """The version of the stream of a deleted flag of that name, None when no flag ever had it.
+    A new flag continues that stream at exactly that version (docs/events.md, "Streams"), so
+    of two creates of one freed name the second finds it moved and is refused as taken.
+
+    Read it before the statement that looks for the name's holder: a create that commits in
+    between is then that holder (a 409), or it moved the stream past the version read (the
+    append refuses it). Read after, a create committed in between would go unseen by both."""
+    return await eventlog.stream_version(conn, domain.stream(name))

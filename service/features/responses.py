@@ -443,3 +443,64 @@ class Segment(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 
 class SegmentList(msgspec.Struct, frozen=True, kw_only=True):
     segments: list[Segment]
+
+
+class ArchivedEnvironment(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """An environment an SDK reported an archived flag in."""
+
+    name: str
+    last_seen_at: datetime
+    enabled: bool
+
+
+class ArchivedFeature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """An archived flag (Unleash's archivedFeatureSchema, its fields in its order)."""
+
+    name: str
+    description: str | None
+    type: str
+    project: str
+    stale: bool
+    created_at: datetime
+    impression_data: bool
+    last_seen_at: datetime | None
+    archived_at: datetime
+    environments: list[ArchivedEnvironment]
+
+    @classmethod
+    def from_row(cls, row: asyncpg.Record) -> ArchivedFeature:
+        """A row of ARCHIVED_FEATURES: the flag, and three arrays of the environments an SDK
+        reported it in (names, times, switches) in name order."""
+        return cls(
+            name=row["name"],
+            description=row["description"],
+            type=row["type"],
+            project=row["project"],
+            stale=row["stale"],
+            created_at=row["created_at"],
+            impression_data=row["impression_data"],
+            last_seen_at=row["last_seen_at"],
+            archived_at=row["archived_at"],
+            environments=[
+                ArchivedEnvironment(name=name, last_seen_at=seen_at, enabled=enabled)
+                for name, seen_at, enabled in zip(
+                    row["seen_in"], row["seen_at"], row["seen_enabled"], strict=True
+                )
+            ],
+        )
+
+
+class ArchivedFeatureList(msgspec.Struct, frozen=True, kw_only=True):
+    """GET /api/admin/archive/features[/:projectId] (Unleash's archivedFeaturesSchema)."""
+
+    version: int = 2
+    features: list[ArchivedFeature]
+
+
+class ArchiveCheck(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """What archiving these flags would do (Unleash's validateArchiveFeaturesSchema): the flags
+    that other flags outside the list depend on (the archive refuses them), and whether any
+    dependency of or on them goes with the archive."""
+
+    parents_with_child_features: list[str]
+    has_deleted_dependencies: bool

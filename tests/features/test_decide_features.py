@@ -19,12 +19,10 @@ from eventlog.events.features import (
     DependencyAdded,
     DependencyRemoved,
     EnvironmentVariantsSet,
-    FeatureArchived,
     FeatureCloned,
     FeatureCreated,
     FeatureEnvironmentDisabled,
     FeatureEnvironmentEnabled,
-    FeatureRevived,
     FeatureStaleSet,
     FeatureTagged,
     FeatureUntagged,
@@ -311,53 +309,7 @@ def test_create_feature_checks_the_name_then_the_project_then_that_the_name_is_f
         )
 
 
-# --- archive, revive, stale ---------------------------------------------------------------------
-
-
-def test_archive_feature_archives_an_active_flag_of_the_project() -> None:
-    assert domain.archive_feature("f", "p", archived=False, now=NOW) == FeatureArchived(
-        name="f", project="p", archived_at=NOW
-    )
-
-
-@pytest.mark.parametrize("archived", [None, True])
-def test_archive_feature_refuses_a_flag_that_is_missing_or_already_archived(
-    archived: bool | None,
-) -> None:
-    with pytest.raises(NotFound) as caught:
-        domain.archive_feature("f", "p", archived=archived, now=NOW)
-    assert caught.value.message == "Could not find an active flag named f in project p"
-
-
-def test_revive_features_revives_each_named_flag_once_in_the_order_given() -> None:
-    events = domain.revive_features(
-        ["b", "a", "b"], "p", project_active=True, archived_here={"a", "b", "c"}, now=NOW
-    )
-    assert events == [
-        FeatureRevived(name="b", project="p", revived_at=NOW, lifecycle_stage="initial"),
-        FeatureRevived(name="a", project="p", revived_at=NOW, lifecycle_stage="initial"),
-    ]
-
-
-def test_revive_features_refuses_a_missing_project_before_looking_at_the_names() -> None:
-    with pytest.raises(NotFound) as caught:
-        domain.revive_features(["nope"], "p", project_active=False, archived_here=set(), now=NOW)
-    assert caught.value.message == "Project p does not exist"
-
-
-def test_revive_features_is_all_or_nothing_and_names_what_is_not_archived_here() -> None:
-    with pytest.raises(NotFound) as caught:
-        domain.revive_features(
-            ["a", "x", "b", "y", "x"], "p", project_active=True, archived_here={"a", "b"}, now=NOW
-        )
-    assert caught.value.message == "No archived flag named x, y in project p"
-
-
-def test_revive_features_names_at_most_ten_missing_flags() -> None:
-    names = [f"n{i}" for i in range(12)]
-    with pytest.raises(NotFound) as caught:
-        domain.revive_features(names, "p", project_active=True, archived_here=set(), now=NOW)
-    assert caught.value.message == f"No archived flag named {', '.join(names[:10])} in project p"
+# --- stale (archive and revive: test_decide_archive.py) -------------------------------------------
 
 
 def test_mark_stale_records_only_flags_whose_staleness_changes() -> None:

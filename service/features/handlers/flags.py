@@ -1,5 +1,6 @@
 """HTTP handlers of /api/admin/projects/:projectId/features: create, read, list, edit (JSON
-Patch), archive, revive, and mark stale; and whether a new flag's name is free."""
+Patch) and mark stale, and whether a new flag's name is free (archiving and reviving are the
+archive's: handlers/archive.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ from service.features import domain, queries
 from service.features.commands import (
     CreateFeature,
     MarkStale,
-    ReviveFeatures,
     ValidateFeatureName,
 )
 from service.features.patches import Patch
@@ -40,6 +40,7 @@ async def create_feature(request: web.Request) -> web.Response:
         known = {r["name"] for r in await uow.conn.fetch(queries.LOCK_TAG_TYPES_SHARED, wanted)}
         tags = domain.initial_tags(cmd.tags, known)
         project_active = await uow.conn.fetchval(queries.LOCK_PROJECT_SHARED, project_id)
+        version = await queries.freed_stream(uow.conn, cmd.name)  # before the name's holder
         context = await uow.conn.fetchrow(queries.CREATE_CONTEXT, project_id, cmd.name)
         assert context is not None  # a SELECT from an aggregate has its one row
         event = domain.create_feature(
@@ -51,7 +52,9 @@ async def create_feature(request: web.Request) -> web.Response:
         )
         events: list[FeatureCreated | FeatureTagged] = [event]
         events += domain.tag_new_feature(event, tags)
-        await uow.append(domain.stream(cmd.name), events, actor(request), new=True)
+        await uow.append(
+            domain.stream(cmd.name), events, actor(request), new=version is None, at_version=version
+        )
         people = (await queries.collaborators(uow.conn, [cmd.name]))[cmd.name]
     shown = [Tag(value=value, type=kind) for kind, value in sorted(tags)]
     return json_response(Feature.created(event, context, people, shown))
@@ -102,37 +105,6 @@ async def list_features(request: web.Request) -> web.Response:
         rows = await conn.fetch(queries.ACTIVE_FEATURES_IN_PROJECT, project_id)
         found = await queries.features(conn, rows)
     return json_response(FeatureList(features=[Feature.from_rows(*f) for f in found]))
-
-
-async def archive_feature(request: web.Request) -> web.Response:
-    name, project_id = request.match_info["featureName"], request.match_info["projectId"]
-    async with unit_of_work(request) as uow:
-        event = domain.archive_feature(
-            name,
-            project_id,
-            archived=await uow.conn.fetchval(queries.LOCK_ARCHIVED_STATE, name, project_id),
-            now=datetime.now(UTC),
-        )
-        await uow.append(domain.stream(name), [event], actor(request))
-    return empty(202)
-
-
-async def revive_features(request: web.Request) -> web.Response:
-    project_id = request.match_info["projectId"]
-    cmd = await read_json(request, ReviveFeatures)
-    async with unit_of_work(request) as uow:
-        project_active = await uow.conn.fetchval(queries.LOCK_PROJECT_SHARED, project_id)
-        rows = await uow.conn.fetch(queries.LOCK_ARCHIVED_IN_PROJECT, project_id, cmd.features)
-        events = domain.revive_features(
-            cmd.features,
-            project_id,
-            project_active=bool(project_active),
-            archived_here={r["name"] for r in rows},
-            now=datetime.now(UTC),
-        )
-        for event in events:
-            await uow.append(domain.stream(event.name), [event], actor(request))
-    return empty()
 
 
 async def mark_stale(request: web.Request) -> web.Response:
@@ -200,20 +172,6 @@ ROUTES = [
         auth.READ,
         body=ValidateFeatureName,
         errors=(NameExists,),
-    ),
-    Route(
-        "DELETE",
-        "/api/admin/projects/{projectId}/features/{featureName}",
-        archive_feature,
-        auth.DELETE_FEATURE,
-        ok={202: None},
-    ),
-    Route(
-        "POST",
-        "/api/admin/projects/{projectId}/revive",
-        revive_features,
-        auth.UPDATE_FEATURE,
-        body=ReviveFeatures,
     ),
     Route(
         "POST",
