@@ -32,6 +32,7 @@ from eventlog.events.features import (
     StrategyRemoved,
     StrategyUpdated,
 )
+from eventlog.events.preferences import FeedbackRecorded, SplashSeen
 from eventlog.events.privacy import PersonalDataErased
 from eventlog.events.projects import (
     EnvironmentCreated,
@@ -106,6 +107,8 @@ DomainEvent: TypeAlias = (
     | PersonalAccessTokenDeleted
     | PersonalAccessTokensSeen
     | PersonalDataErased
+    | SplashSeen
+    | FeedbackRecorded
 )
 
 EVENT_TYPES: Final[dict[str, type[Event]]] = {cls.type_name(): cls for cls in get_args(DomainEvent)}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Final, NamedTuple
 
-from projections import accounts, activity, api_tokens, features, projects, segments
+from projections import accounts, activity, api_tokens, features, preferences, projects, segments
 
 
 class Part(NamedTuple):
@@ -39,6 +39,8 @@ PARTS: Final[dict[str, Part | None]] = {
     features.FEATURE_DEPENDENCIES.name: Part("flag", "child", "dependencies"),
     # Counts per actor and day (reporting), not the state of anything.
     activity.ACTIVITY_DAILY.name: None,
+    preferences.USER_SPLASHES.name: Part("account", "user_id", "splashes"),
+    preferences.USER_FEEDBACK.name: Part("account", "user_id", "feedback"),
 }
 # Secret columns of tables that are no entity's part, left out of state files all the same.
 SECRET: Final[dict[str, tuple[str, ...]]] = {accounts.SESSIONS.name: ("session_hash",)}

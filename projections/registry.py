@@ -5,7 +5,15 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, NamedTuple
 
-from projections import accounts, activity, api_tokens, features, projects, segments
+from projections import (
+    accounts,
+    activity,
+    api_tokens,
+    features,
+    preferences,
+    projects,
+    segments,
+)
 
 if TYPE_CHECKING:
     from eventlog.events.base import Event
@@ -17,6 +25,7 @@ INLINE: tuple[Projection, ...] = (
     projects.PROJECTION,
     segments.PROJECTION,
     features.PROJECTION,
+    preferences.PROJECTION,
 )
 ASYNC: tuple[Projection, ...] = (activity.PROJECTION,)
 ALL: tuple[Projection, ...] = INLINE + ASYNC
@@ -45,6 +54,14 @@ class Group(NamedTuple):
 GROUPS: tuple[Group, ...] = (
     Group((features.PROJECTION,), shard=0, shards=2),
     Group((features.PROJECTION,), shard=1, shards=2),
-    Group((accounts.PROJECTION, projects.PROJECTION, segments.PROJECTION, api_tokens.PROJECTION)),
+    Group(
+        (
+            accounts.PROJECTION,
+            projects.PROJECTION,
+            segments.PROJECTION,
+            api_tokens.PROJECTION,
+            preferences.PROJECTION,
+        )
+    ),
     Group((activity.PROJECTION,)),
 )

@@ -173,6 +173,8 @@ async def test_verify_passes_on_a_healthy_log(any_conn: Conn) -> None:
         "feature_strategies": "matches rebuild",
         "feature_tags": "matches rebuild",
         "feature_dependencies": "matches rebuild",
+        "user_splashes": "matches rebuild",
+        "user_feedback": "matches rebuild",
         "activity_daily": "matches rebuild",
     }
     assert report.lines()[-1] == "verify: OK"

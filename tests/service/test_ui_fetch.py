@@ -8,6 +8,7 @@ import gzip
 import io
 import json
 import re
+import shutil
 import tarfile
 from typing import TYPE_CHECKING
 
@@ -147,7 +148,7 @@ def test_a_tarball_without_the_build_is_refused(
 def test_without_npm_the_install_goes_on_without_the_ui(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(ui_fetch.shutil, "which", lambda _name: None)
+    monkeypatch.setattr(shutil, "which", lambda _name: None)
     assert ui_fetch.main(["--folder", str(tmp_path / "ui")]) == 0
     assert "warning: npm is needed to fetch the web UI" in capsys.readouterr().err
     assert not (tmp_path / "ui").exists()
