@@ -47,6 +47,7 @@ from eventlog.events.features import (
     StrategyRemoved,
     StrategyUpdated,
 )
+from eventlog.events.preferences import FeedbackRecorded, SplashSeen
 from eventlog.events.privacy import PersonalDataErased
 from eventlog.events.projects import (
     EnvironmentCreated,
@@ -150,6 +151,8 @@ DomainEvent: TypeAlias = (
     | FeatureUpdated
     | StrategiesReordered
     | FeatureDeleted
+    | SplashSeen
+    | FeedbackRecorded
 )
 
 EVENT_TYPES: Final[dict[str, type[Event]]] = {cls.type_name(): cls for cls in get_args(DomainEvent)}

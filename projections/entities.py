@@ -16,6 +16,7 @@ from projections import (
     favorites,
     feature_types,
     features,
+    preferences,
     project_activity,
     projects,
     search,
@@ -67,6 +68,8 @@ PARTS: Final[dict[str, Part | None]] = {
     # Who changed each flag: the log's authors, not the flag's state (every change of a flag
     # would show there a second time).
     collaborators.FEATURE_COLLABORATORS.name: None,
+    preferences.USER_SPLASHES.name: Part("account", "user_id", "splashes"),
+    preferences.USER_FEEDBACK.name: Part("account", "user_id", "feedback"),
 }
 # Secret columns of tables that are no entity's part, left out of state files all the same.
 SECRET: Final[dict[str, tuple[str, ...]]] = {accounts.SESSIONS.name: ("session_hash",)}

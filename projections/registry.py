@@ -14,6 +14,7 @@ from projections import (
     favorites,
     feature_types,
     features,
+    preferences,
     project_activity,
     projects,
     search,
@@ -39,6 +40,7 @@ INLINE: tuple[Projection, ...] = (
     favorites.PROJECTION,
     search.PROJECTION,
     collaborators.PROJECTION,
+    preferences.PROJECTION,
 )
 ASYNC: tuple[Projection, ...] = (activity.PROJECTION, project_activity.PROJECTION)
 ALL: tuple[Projection, ...] = INLINE + ASYNC
@@ -80,6 +82,7 @@ GROUPS: tuple[Group, ...] = (
             context_fields.PROJECTION,
             favorites.PROJECTION,
             search.PROJECTION,
+            preferences.PROJECTION,
         )
     ),
     # The flags' collaborators read the envelope (who) of flags' events, as the counts do.

@@ -14,7 +14,7 @@ from aiohttp import web
 from eventlog import connections, migrations
 from projections.follower import projection_lags, run_async_projections
 from projections.inline import apply_inline
-from service import auth, docs, openapi
+from service import admin_ui, auth, docs, openapi, ui
 from service.api_tokens import handlers as api_tokens
 from service.appkeys import (
     CLIENT_FEED,
@@ -66,7 +66,15 @@ from service.telemetry import handlers as telemetry
 from service.telemetry import retention, usage
 from service.users import deletions
 from service.users.failures import FAILED_SIGN_INS, FailedSignIns
-from service.users.handlers import inactive, search, service_accounts, sessions, tokens, users
+from service.users.handlers import (
+    inactive,
+    preferences,
+    search,
+    service_accounts,
+    sessions,
+    tokens,
+    users,
+)
 from service.users.limits import SIGN_IN_LIMITS, SignInLimits
 from service.users.passwords import HASHING, PasswordHashing
 from service.users.records import Records
@@ -154,7 +162,10 @@ ROUTES: list[Route] = [
     *overview.ROUTES,
     *dashboard.ROUTES,
     *flag_search.ROUTES,
+    *admin_ui.ROUTES,
+    *preferences.ROUTES,
     *docs.ROUTES,
+    *ui.ROUTES,  # last: its fallback takes what no other route does (service/ui.py)
 ]
 
 
@@ -188,6 +199,7 @@ def create_app(
     app[deletions.DELETIONS] = deletions.deletions(app)
     app[search.RECORDS] = Records()
     app[OPENAPI] = msgspec.json.encode(openapi.document(ROUTES, VERSION))
+    app[ui.UI] = ui.load(settings)
     for route in ROUTES:
         added = app.router.add_route(route.method, route.path, route.handler, expect_handler=expect)
         app[ROUTE_TABLE][added] = route

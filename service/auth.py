@@ -327,3 +327,34 @@ def account_principal(row: asyncpg.Record, *, pat_id: int | None = None) -> Prin
         account_id=row["id"],
         pat_id=pat_id,
     )
+
+
+# GET /api/admin/user shows the caller's permissions by Unleash's names, which its web UI checks
+# to enable its buttons. Where Unleash splits one of ours into finer ones, ours stands for all
+# of them: UPDATE_FEATURE is what our routes for environments, strategies, variants and
+# dependencies of a flag declare. Any other permission is shown by its own name (ours are
+# Unleash's names).
+UNLEASH_PERMISSIONS: Final = {
+    UPDATE_FEATURE: (
+        UPDATE_FEATURE,
+        "UPDATE_FEATURE_ENVIRONMENT",
+        "CREATE_FEATURE_STRATEGY",
+        "UPDATE_FEATURE_STRATEGY",
+        "DELETE_FEATURE_STRATEGY",
+        "UPDATE_FEATURE_VARIANTS",
+        "UPDATE_FEATURE_ENVIRONMENT_VARIANTS",
+        "UPDATE_FEATURE_DEPENDENCY",
+    ),
+}
+# Held but never shown: reading (everyone may), a person's own account, the SDKs' APIs.
+UNSHOWN_PERMISSIONS: Final = frozenset({READ, OWN_ACCOUNT, CLIENT, FRONTEND, PUBLIC})
+
+
+def unleash_permissions(held: frozenset[str]) -> list[str]:
+    """The permissions a principal holds, by Unleash's names, sorted: `ADMIN` alone for an
+    admin (Unleash's UI takes it for every other one); none for a viewer."""
+    if ADMIN in held:
+        return [ADMIN]
+    return sorted(
+        {name for p in held - UNSHOWN_PERMISSIONS for name in UNLEASH_PERMISSIONS.get(p, (p,))}
+    )

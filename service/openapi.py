@@ -11,12 +11,13 @@ it creates to the route that reads it.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Annotated, Any, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
 
 import msgspec
 
 from service import auth, errors
 from service.http.instants import INSTANT_PATTERN
+from service.http.middlewares import ADMIN_PREFIX
 from service.http.routes import PAST, Content, EventStream, Param, Route
 
 if TYPE_CHECKING:
@@ -37,6 +38,19 @@ class Error(msgspec.Struct, frozen=True):
     id: str
     name: str
     message: str
+
+
+class SignInError(msgspec.Struct, frozen=True):
+    """A 401 of the admin API to a request without an Authorization header (a browser's):
+    the error, and Unleash's sign-in hints that its UI reads to offer its sign-in form."""
+
+    id: str
+    name: str
+    message: str
+    type: Literal["password"] | msgspec.UnsetType = msgspec.UNSET
+    path: str | msgspec.UnsetType = msgspec.UNSET
+    defaultHidden: bool | msgspec.UnsetType = msgspec.UNSET  # noqa: N815 - Unleash's name
+    options: list[Any] | msgspec.UnsetType = msgspec.UNSET
 
 
 # Who may call: an API token or personal access token in the Authorization header (as Unleash
@@ -61,6 +75,9 @@ TAGS: Final = {
     "service.app": "Operations",
     "service.metrics": "Operations",
     "service.docs": "Documentation",
+    "service.ui": "Web UI",
+    "service.admin_ui": "Web UI",
+    "service.users.handlers.preferences": "Web UI",
     "service.users.handlers.sessions": "Auth",
     "service.users.handlers.users": "Users",
     "service.users.handlers.search": "Users",
@@ -174,6 +191,8 @@ def document(routes: Sequence[Route], version: str) -> dict[str, Any]:
 
 def _types(route: Route) -> Iterable[Any]:
     yield Error
+    if _signs_in(route):
+        yield SignInError
     if route.body is not None:
         yield route.body
     for param in route.query:
@@ -188,6 +207,12 @@ def _types(route: Route) -> Iterable[Any]:
             yield body
     if route.past:
         yield PAST_PARAMETER.schema
+
+
+def _signs_in(route: Route) -> bool:
+    """Its 401 may carry the sign-in hints (service/http/middlewares.py, authenticate)."""
+    admin = route.path == ADMIN_PREFIX or route.path.startswith(ADMIN_PREFIX + "/")
+    return admin and route.permission != auth.PUBLIC
 
 
 def openapi_path(path: str) -> str:
@@ -304,9 +329,10 @@ def _responses(route: Route, schema_of: dict[Any, Any]) -> dict[str, Any]:
     for kind in error_kinds(route):
         by_status.setdefault(kind.status, []).append(kind)
     for status, kinds in sorted(by_status.items()):
+        body = SignInError if status == 401 and _signs_in(route) else Error
         response: dict[str, Any] = {
             "description": "; ".join(_meaning(kind) for kind in kinds),
-            "content": {"application/json": {"schema": schema_of[Error]}},
+            "content": {"application/json": {"schema": schema_of[body]}},
         }
         if any(kind.retry_after is not None for kind in kinds) or status == 429:
             response["headers"] = {

@@ -805,10 +805,24 @@ CREATE TABLE readmodel.tags (
     value text NOT NULL
 );
 
+-- Name: user_feedback; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.user_feedback (
+    user_id bigint NOT NULL,
+    feedback_id text NOT NULL,
+    given timestamp with time zone NOT NULL,
+    never_show boolean NOT NULL
+);
+
 -- Name: user_passwords; Type: TABLE; Schema: readmodel
 CREATE TABLE readmodel.user_passwords (
     user_id bigint NOT NULL,
     password_hash text NOT NULL
+);
+
+-- Name: user_splashes; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.user_splashes (
+    user_id bigint NOT NULL,
+    splash_id text NOT NULL
 );
 
 -- Name: users; Type: TABLE; Schema: readmodel
@@ -1143,9 +1157,17 @@ ALTER TABLE ONLY readmodel.tag_types
 ALTER TABLE ONLY readmodel.tags
     ADD CONSTRAINT tags_pkey PRIMARY KEY (type, value);
 
+-- Name: user_feedback user_feedback_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.user_feedback
+    ADD CONSTRAINT user_feedback_pkey PRIMARY KEY (user_id, feedback_id);
+
 -- Name: user_passwords user_passwords_pkey; Type: CONSTRAINT; Schema: readmodel
 ALTER TABLE ONLY readmodel.user_passwords
     ADD CONSTRAINT user_passwords_pkey PRIMARY KEY (user_id);
+
+-- Name: user_splashes user_splashes_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.user_splashes
+    ADD CONSTRAINT user_splashes_pkey PRIMARY KEY (user_id, splash_id);
 
 -- Name: users users_pkey; Type: CONSTRAINT; Schema: readmodel
 ALTER TABLE ONLY readmodel.users

@@ -188,7 +188,7 @@ async def test_dropping_the_old_search_indexes_lets_readers_through(empty_dsn: s
         assert await _index_names(reader, old_indexes) == set(old_indexes)
         await long_reader.execute("BEGIN")
         await long_reader.fetchval("SELECT count(*) FROM readmodel.users")
-        migrating = asyncio.create_task(migrations.migrate(upgrading, files[:21]))
+        migrating = asyncio.create_task(migrations.migrate(upgrading, files[:21]))  # up to 0021
         await reader.execute("SET lock_timeout = '2s'")  # 20 tries' worth of one wait
         for _ in range(15):  # 1.5 s of new readers while the drop keeps trying
             assert await reader.fetchval("SELECT count(*) FROM readmodel.users") == 0

@@ -183,6 +183,8 @@ async def test_verify_passes_on_a_healthy_log(any_conn: Conn) -> None:
         "favorite_projects": "matches rebuild",
         "feature_creators": "matches rebuild",
         "feature_collaborators": "matches rebuild",
+        "user_splashes": "matches rebuild",
+        "user_feedback": "matches rebuild",
         "activity_daily": "matches rebuild",
         "project_activity_daily": "matches rebuild",
     }

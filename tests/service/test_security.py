@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
     Client = TestClient[Any, Any]
 
+UI_ASSET = "index-T3stHash.js"  # of the web UI's stand-in build (tests/ui_sample)
 ENVIRONMENT = "/api/admin/projects/{projectId}/features/{featureName}/environments/{environment}"
 STRATEGIES = ENVIRONMENT + "/strategies"
 DEPENDENCIES = "/api/admin/projects/{projectId}/features/{child}/dependencies"
@@ -196,6 +197,15 @@ ROUTE_PERMISSIONS = [
     ("POST", "/api/admin/constraints/validate", "READ"),
     ("GET", "/api/admin/client-metrics/features/{name}", "READ"),
     ("GET", "/api/admin/client-metrics/features/{name}/raw", "READ"),
+    ("GET", "/api/admin/ui-config", "READ"),
+    ("POST", "/api/admin/record-ui-error", "READ"),
+    ("GET", "/api/admin/user/profile", "OWN_ACCOUNT"),
+    ("POST", "/api/admin/splash/{id}", "OWN_ACCOUNT"),
+    ("POST", "/api/admin/feedback", "OWN_ACCOUNT"),
+    ("PUT", "/api/admin/feedback/{id}", "OWN_ACCOUNT"),
+    ("GET", "/", "PUBLIC"),
+    ("GET", "/static/{file}", "PUBLIC"),
+    ("GET", "/{path}", "PUBLIC"),
 ]
 # The root roles' permissions, as the README documents them (ADMIN implies every other one).
 ROLE_PERMISSIONS = {
@@ -281,7 +291,7 @@ async def test_public_routes_run_without_credentials(client: Client) -> None:
         if permission != "PUBLIC":
             continue
         body = {"username": "nobody", "password": "Wr0ng!Passw0rd#1"}
-        path = template.replace("{asset}", "swagger-ui.css")
+        path = template.replace("{asset}", "swagger-ui.css").replace("{file}", UI_ASSET)
         resp = await client.request(method, path, json=body, allow_redirects=False)
         if template == "/auth/simple/login":  # the route itself ran and refused the password
             assert (await resp.json())["name"] == "PasswordMismatch"
