@@ -4,9 +4,15 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint fmt schema bench bench-compare bench-ui fuzz fuzz-ci browser-test browser-test-reference clean base-image image image-test deploy-lint deploy-test
+.PHONY: ui install run test lint fmt schema bench bench-compare bench-ui fuzz fuzz-ci browser-test browser-test-reference clean base-image image image-test deploy-lint deploy-test
 
-install: $(STAMP)
+install: $(STAMP) ui
+
+# Unleash's web UI (npm unleash-server@6.10.1's frontend/build), served at `/`: fetched once
+# with npm into .ui/ and checked against its pinned integrity (tools/ui_fetch.py); a later run
+# only checks the files kept against their manifest and downloads nothing.
+ui: $(STAMP)
+	$(BIN)/python -m tools.ui_fetch
 
 # Re-installs only when pyproject.toml changed; `make install` is quick otherwise.
 $(STAMP): pyproject.toml
@@ -116,4 +122,4 @@ deploy-test: image
 	IMAGE=$(IMAGE) $(BIN)/python -m pytest -p no:cacheprovider -s -m container tests/containers/test_rollout.py
 
 clean:
-	rm -rf $(VENV) .venv-deploy build .data .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-deploy build .data .ui .pytest_cache .mypy_cache .ruff_cache

@@ -89,11 +89,21 @@ build() {
     }
     local previous
     previous="$(podman image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)"
-    # The build context: the wheels of the service and its dependencies, nothing else.
+    # The build context: the wheels of the service and its dependencies, and the web UI.
     local context=build/image-context
     rm -rf "$context"
     mkdir -p "$context/wheels"
     "$PYTHON" -m pip wheel --quiet --disable-pip-version-check --wheel-dir "$context/wheels" . pip
+    # Unleash's web UI as `make install` fetched it (tools/ui_fetch.py), checked against its
+    # manifest here and again, file by file, inside the build (SHA256SUMS).
+    local ui=.ui/unleash-server-6.10.1
+    "$PYTHON" -m tools.ui_fetch --check --folder "$ui" || {
+        echo "deploy/image.sh: the web UI in $ui is missing or changed: run make install" >&2
+        exit 1
+    }
+    cp -r "$ui" "$context/ui"
+    "$PYTHON" -c 'import json, sys; files = json.load(open(sys.argv[1]))["files"]; print("".join(f"{h}  {n}\n" for n, h in files.items()), end="")' \
+        "$context/ui/MANIFEST.json" >"$context/ui/SHA256SUMS"
     podman build --layers=false --format docker --file deploy/Containerfile --build-arg "BASE_IMAGE=$base_image" \
         --tag "$image" "$context"
     # The image this build replaced would stay behind untagged (make image-test and

@@ -12,6 +12,18 @@ import msgspec
 from eventlog.events import features, users
 from eventlog.events.api_tokens import ApiTokenCreated, ApiTokenDeleted
 from eventlog.events.base import Declared, Event, Metadata, Upcasters
+from eventlog.events.context_fields import (
+    ContextFieldCreated,
+    ContextFieldDeleted,
+    ContextFieldUpdated,
+)
+from eventlog.events.favorites import (
+    FeatureFavorited,
+    FeatureUnfavorited,
+    ProjectFavorited,
+    ProjectUnfavorited,
+)
+from eventlog.events.feature_types import FeatureTypeDefined, FeatureTypeLifetimeChanged
 from eventlog.events.features import (
     DependencyAdded,
     DependencyRemoved,
@@ -19,19 +31,23 @@ from eventlog.events.features import (
     FeatureArchived,
     FeatureCloned,
     FeatureCreated,
+    FeatureDeleted,
     FeatureEnvironmentDisabled,
     FeatureEnvironmentEnabled,
     FeatureRevived,
     FeatureStaleSet,
     FeatureTagged,
     FeatureUntagged,
+    FeatureUpdated,
     SegmentCreated,
     SegmentDeleted,
     SegmentUpdated,
+    StrategiesReordered,
     StrategyAdded,
     StrategyRemoved,
     StrategyUpdated,
 )
+from eventlog.events.preferences import FeedbackRecorded, SplashSeen
 from eventlog.events.privacy import PersonalDataErased
 from eventlog.events.projects import (
     EnvironmentCreated,
@@ -40,6 +56,14 @@ from eventlog.events.projects import (
     ProjectEnvironmentDisabled,
     ProjectEnvironmentEnabled,
 )
+from eventlog.events.strategy_definitions import (
+    StrategyDefinitionCreated,
+    StrategyDefinitionDeleted,
+    StrategyDefinitionDeprecated,
+    StrategyDefinitionReactivated,
+    StrategyDefinitionUpdated,
+)
+from eventlog.events.tags import TagCreated, TagTypeCreated, TagTypeDeleted, TagTypeUpdated
 from eventlog.events.users import (
     PasswordChanged,
     PersonalAccessTokenCreated,
@@ -106,6 +130,29 @@ DomainEvent: TypeAlias = (
     | PersonalAccessTokenDeleted
     | PersonalAccessTokensSeen
     | PersonalDataErased
+    | TagTypeCreated
+    | TagTypeUpdated
+    | TagTypeDeleted
+    | TagCreated
+    | FeatureTypeDefined
+    | FeatureTypeLifetimeChanged
+    | StrategyDefinitionCreated
+    | StrategyDefinitionUpdated
+    | StrategyDefinitionDeprecated
+    | StrategyDefinitionReactivated
+    | StrategyDefinitionDeleted
+    | ContextFieldCreated
+    | ContextFieldUpdated
+    | ContextFieldDeleted
+    | FeatureFavorited
+    | FeatureUnfavorited
+    | ProjectFavorited
+    | ProjectUnfavorited
+    | FeatureUpdated
+    | StrategiesReordered
+    | FeatureDeleted
+    | SplashSeen
+    | FeedbackRecorded
 )
 
 EVENT_TYPES: Final[dict[str, type[Event]]] = {cls.type_name(): cls for cls in get_args(DomainEvent)}

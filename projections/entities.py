@@ -7,7 +7,23 @@ from __future__ import annotations
 
 from typing import Final, NamedTuple
 
-from projections import accounts, activity, api_tokens, features, projects, segments
+from projections import (
+    accounts,
+    activity,
+    api_tokens,
+    collaborators,
+    context_fields,
+    favorites,
+    feature_types,
+    features,
+    preferences,
+    project_activity,
+    projects,
+    search,
+    segments,
+    strategy_definitions,
+    tag_types,
+)
 
 
 class Part(NamedTuple):
@@ -37,8 +53,23 @@ PARTS: Final[dict[str, Part | None]] = {
     features.FEATURE_STRATEGIES.name: Part("flag", "feature_name", "strategies"),
     features.FEATURE_TAGS.name: Part("flag", "feature_name", "tags"),
     features.FEATURE_DEPENDENCIES.name: Part("flag", "child", "dependencies"),
+    tag_types.TAG_TYPES.name: Part("tag-type", "name"),
+    tag_types.TAGS.name: Part("tag-type", "type", "tags"),
+    feature_types.FEATURE_TYPES.name: Part("feature-type", "id"),
+    strategy_definitions.STRATEGY_DEFINITIONS.name: Part("strategy-type", "name"),
+    strategy_definitions.STRATEGY_DEPRECATIONS.name: Part("strategy-type", "name", "deprecation"),
+    context_fields.CONTEXT_FIELDS.name: Part("context-field", "name"),
+    favorites.FAVORITE_FEATURES.name: Part("account", "user_id", "favoriteFlags"),
+    favorites.FAVORITE_PROJECTS.name: Part("account", "user_id", "favoriteProjects"),
+    search.FEATURE_CREATORS.name: Part("flag", "feature_name", "creator"),
     # Counts per actor and day (reporting), not the state of anything.
     activity.ACTIVITY_DAILY.name: None,
+    project_activity.PROJECT_ACTIVITY_DAILY.name: None,
+    # Who changed each flag: the log's authors, not the flag's state (every change of a flag
+    # would show there a second time).
+    collaborators.FEATURE_COLLABORATORS.name: None,
+    preferences.USER_SPLASHES.name: Part("account", "user_id", "splashes"),
+    preferences.USER_FEEDBACK.name: Part("account", "user_id", "feedback"),
 }
 # Secret columns of tables that are no entity's part, left out of state files all the same.
 SECRET: Final[dict[str, tuple[str, ...]]] = {accounts.SESSIONS.name: ("session_hash",)}

@@ -1,5 +1,5 @@
-"""Read model `features`: one row per flag ever created, archived ones included, with its
-per-environment state, strategies, tags and dependencies."""
+"""Read model `features`: one row per flag that exists, archived ones included (a deleted flag
+leaves every table), with its per-environment state, strategies, tags and dependencies."""
 
 from __future__ import annotations
 
@@ -15,12 +15,15 @@ from eventlog.events.features import (
     FeatureArchived,
     FeatureCloned,
     FeatureCreated,
+    FeatureDeleted,
     FeatureEnvironmentDisabled,
     FeatureEnvironmentEnabled,
     FeatureRevived,
     FeatureStaleSet,
     FeatureTagged,
     FeatureUntagged,
+    FeatureUpdated,
+    StrategiesReordered,
     StrategyAdded,
     StrategyData,
     StrategyRemoved,
@@ -147,6 +150,20 @@ def writes(recorded: RecordedEvent) -> list[Write]:  # noqa: C901, PLR0911, PLR0
             return [Delete(FEATURE_DEPENDENCIES, {"child": e.name, "parent": e.parent})]
         case FeatureCloned() as e:
             return _clone(e)
+        case FeatureUpdated() as e:
+            changed = {
+                "type": e.feature_type,
+                "description": e.description,
+                "impression_data": e.impression_data,
+            }
+            return [Update(FEATURES, {"name": e.name}, changed)]
+        case StrategiesReordered() as e:
+            return [
+                Update(FEATURE_STRATEGIES, {"id": s.strategy_id}, {"sort_order": s.sort_order})
+                for s in e.sort_orders
+            ]
+        case FeatureDeleted() as e:
+            return _deleted(e.name)
         case _:
             return []
 
@@ -171,6 +188,18 @@ def _clone(e: FeatureCloned) -> list[Write]:
     return out
 
 
+def _deleted(name: str) -> list[Write]:
+    """Every row of the flag. Its dependencies on parents are its rows; a dependency of another
+    flag on it is that flag's (its stream's), and a deletion is refused while there is one."""
+    return [
+        Delete(FEATURE_STRATEGIES, {"feature_name": name}),
+        Delete(FEATURE_ENVIRONMENTS, {"feature_name": name}),
+        Delete(FEATURE_TAGS, {"feature_name": name}),
+        Delete(FEATURE_DEPENDENCIES, {"child": name}),
+        Delete(FEATURES, {"name": name}),
+    ]
+
+
 PROJECTION = Projection(
     name="features",
     mode="inline",
@@ -185,6 +214,7 @@ PROJECTION = Projection(
             FeatureArchived,
             FeatureCloned,
             FeatureCreated,
+            FeatureDeleted,
             FeatureEnvironmentDisabled,
             FeatureEnvironmentEnabled,
             FeatureRevived,
@@ -194,6 +224,8 @@ PROJECTION = Projection(
             StrategyAdded,
             StrategyRemoved,
             StrategyUpdated,
+            FeatureUpdated,
+            StrategiesReordered,
         }
     ),
 )

@@ -5,7 +5,23 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, NamedTuple
 
-from projections import accounts, activity, api_tokens, features, projects, segments
+from projections import (
+    accounts,
+    activity,
+    api_tokens,
+    collaborators,
+    context_fields,
+    favorites,
+    feature_types,
+    features,
+    preferences,
+    project_activity,
+    projects,
+    search,
+    segments,
+    strategy_definitions,
+    tag_types,
+)
 
 if TYPE_CHECKING:
     from eventlog.events.base import Event
@@ -17,8 +33,16 @@ INLINE: tuple[Projection, ...] = (
     projects.PROJECTION,
     segments.PROJECTION,
     features.PROJECTION,
+    tag_types.PROJECTION,
+    feature_types.PROJECTION,
+    strategy_definitions.PROJECTION,
+    context_fields.PROJECTION,
+    favorites.PROJECTION,
+    search.PROJECTION,
+    collaborators.PROJECTION,
+    preferences.PROJECTION,
 )
-ASYNC: tuple[Projection, ...] = (activity.PROJECTION,)
+ASYNC: tuple[Projection, ...] = (activity.PROJECTION, project_activity.PROJECTION)
 ALL: tuple[Projection, ...] = INLINE + ASYNC
 
 
@@ -40,11 +64,27 @@ class Group(NamedTuple):
 
 # A replay of a large log rebuilds each group in a process of its own, on every core: the
 # flags' in two halves (about two thirds of the work at a million events), the accounts'
-# with the small ones, and the activity counts (every event, but only its envelope).
+# with the small ones (favourites and flag creators among them), and the activity counts
+# (every event's envelope; the projects' counts also read each flag event's project).
 # Together, every projection once, and every shard of a split one.
 GROUPS: tuple[Group, ...] = (
     Group((features.PROJECTION,), shard=0, shards=2),
     Group((features.PROJECTION,), shard=1, shards=2),
-    Group((accounts.PROJECTION, projects.PROJECTION, segments.PROJECTION, api_tokens.PROJECTION)),
-    Group((activity.PROJECTION,)),
+    Group(
+        (
+            accounts.PROJECTION,
+            projects.PROJECTION,
+            segments.PROJECTION,
+            api_tokens.PROJECTION,
+            tag_types.PROJECTION,
+            feature_types.PROJECTION,
+            strategy_definitions.PROJECTION,
+            context_fields.PROJECTION,
+            favorites.PROJECTION,
+            search.PROJECTION,
+            preferences.PROJECTION,
+        )
+    ),
+    # The flags' collaborators read the envelope (who) of flags' events, as the counts do.
+    Group((activity.PROJECTION, project_activity.PROJECTION, collaborators.PROJECTION)),
 )

@@ -14,7 +14,7 @@ from aiohttp import web
 from eventlog import connections, migrations
 from projections.follower import projection_lags, run_async_projections
 from projections.inline import apply_inline
-from service import auth, docs, openapi
+from service import admin_ui, auth, docs, openapi, ui
 from service.api_tokens import handlers as api_tokens
 from service.appkeys import (
     CLIENT_FEED,
@@ -33,8 +33,21 @@ from service.appkeys import (
 from service.audit import handlers as audit
 from service.client import handlers as client
 from service.client.feed import RELEVANT, Feed
+from service.context import handlers as context_fields
+from service.dashboard import handlers as dashboard
 from service.errors import NotReady
-from service.features.handlers import clone, dependencies, flags, segments, strategies, tags
+from service.favorites import handlers as favorites
+from service.feature_types import handlers as feature_types
+from service.features.handlers import (
+    archive,
+    clone,
+    constraints,
+    dependencies,
+    flags,
+    segments,
+    strategies,
+    tags,
+)
 from service.frontend import handlers as frontend
 from service.frontend.engine import FRONTEND_ENGINES, Engines
 from service.http.answers import json_response
@@ -45,11 +58,23 @@ from service.lifecycle import Lifecycle
 from service.metrics import METRICS, Metrics, prometheus
 from service.privacy import erasure
 from service.projects import handlers as projects
+from service.projects import overview
+from service.search import handlers as flag_search
+from service.strategies import handlers as strategy_types
+from service.tag_types import handlers as tag_types
 from service.telemetry import handlers as telemetry
-from service.telemetry import retention
+from service.telemetry import retention, usage
 from service.users import deletions
 from service.users.failures import FAILED_SIGN_INS, FailedSignIns
-from service.users.handlers import inactive, search, service_accounts, sessions, tokens, users
+from service.users.handlers import (
+    inactive,
+    preferences,
+    search,
+    service_accounts,
+    sessions,
+    tokens,
+    users,
+)
 from service.users.limits import SIGN_IN_LIMITS, SignInLimits
 from service.users.passwords import HASHING, PasswordHashing
 from service.users.records import Records
@@ -117,16 +142,30 @@ ROUTES: list[Route] = [
     *api_tokens.ROUTES,
     *projects.ROUTES,
     *flags.ROUTES,
+    *archive.ROUTES,
     *strategies.ROUTES,
     *tags.ROUTES,
     *dependencies.ROUTES,
     *clone.ROUTES,
     *segments.ROUTES,
+    *tag_types.ROUTES,
+    *feature_types.ROUTES,
+    *strategy_types.ROUTES,
+    *context_fields.ROUTES,
+    *constraints.ROUTES,
     *audit.ROUTES,
     *client.ROUTES,
     *telemetry.ROUTES,
+    *usage.ROUTES,
     *frontend.ROUTES,
+    *favorites.ROUTES,
+    *overview.ROUTES,
+    *dashboard.ROUTES,
+    *flag_search.ROUTES,
+    *admin_ui.ROUTES,
+    *preferences.ROUTES,
     *docs.ROUTES,
+    *ui.ROUTES,  # last: its fallback takes what no other route does (service/ui.py)
 ]
 
 
@@ -160,6 +199,7 @@ def create_app(
     app[deletions.DELETIONS] = deletions.deletions(app)
     app[search.RECORDS] = Records()
     app[OPENAPI] = msgspec.json.encode(openapi.document(ROUTES, VERSION))
+    app[ui.UI] = ui.load(settings)
     for route in ROUTES:
         added = app.router.add_route(route.method, route.path, route.handler, expect_handler=expect)
         app[ROUTE_TABLE][added] = route

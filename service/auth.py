@@ -33,6 +33,15 @@ DELETE_PROJECT: Final = "DELETE_PROJECT"
 CREATE_SEGMENT: Final = "CREATE_SEGMENT"
 UPDATE_SEGMENT: Final = "UPDATE_SEGMENT"
 DELETE_SEGMENT: Final = "DELETE_SEGMENT"
+CREATE_TAG_TYPE: Final = "CREATE_TAG_TYPE"
+UPDATE_TAG_TYPE: Final = "UPDATE_TAG_TYPE"
+DELETE_TAG_TYPE: Final = "DELETE_TAG_TYPE"
+CREATE_STRATEGY: Final = "CREATE_STRATEGY"
+UPDATE_STRATEGY: Final = "UPDATE_STRATEGY"
+DELETE_STRATEGY: Final = "DELETE_STRATEGY"
+CREATE_CONTEXT_FIELD: Final = "CREATE_CONTEXT_FIELD"
+UPDATE_CONTEXT_FIELD: Final = "UPDATE_CONTEXT_FIELD"
+DELETE_CONTEXT_FIELD: Final = "DELETE_CONTEXT_FIELD"
 PUBLIC: Final = "PUBLIC"  # declared by routes that need no principal at all
 # The client API (SDKs: flags to evaluate, registration, metrics): client tokens hold it, and
 # admin tokens through ADMIN, as in Unleash. The frontend API: frontend tokens (and ADMIN).
@@ -90,6 +99,16 @@ ROOT_ROLES: Final = {
                     CREATE_SEGMENT,
                     UPDATE_SEGMENT,
                     DELETE_SEGMENT,
+                    CREATE_TAG_TYPE,
+                    UPDATE_TAG_TYPE,
+                    DELETE_TAG_TYPE,
+                    # Unleash's Editor holds these too (its role seeding).
+                    CREATE_STRATEGY,
+                    UPDATE_STRATEGY,
+                    DELETE_STRATEGY,
+                    CREATE_CONTEXT_FIELD,
+                    UPDATE_CONTEXT_FIELD,
+                    DELETE_CONTEXT_FIELD,
                 }
             ),
         ),
@@ -173,8 +192,8 @@ def token_from_header(value: str | None) -> str | None:
 
 PAT_PREFIX: Final = "user:"
 SESSION_COOKIE: Final = "unleash-session"  # the name Unleash uses
-# One indexed lookup per request, whichever kind of credential it is (API tokens' answers are
-# then kept a while: CachedTokens).
+# One indexed lookup per request, whichever kind of credential it is (client and frontend
+# tokens' answers are then kept a while: CachedTokens).
 RESOLVE_API_TOKEN = """
 SELECT id, token_name, type, environment, projects, expires_at FROM api_tokens
 WHERE secret_hash = $1
@@ -219,12 +238,16 @@ async def resolve_token(conn: Conn | asyncpg.Pool, token: str) -> Principal | No
 API_TOKEN_STREAM: Final = "api-token"  # the stream type of API tokens' events
 CACHED_SECONDS: Final = 5.0
 CACHED_MOST: Final = 10_000
+# Only tokens that hold nothing but these are kept: client and frontend tokens (SDKs' polls).
+CACHED_PERMISSIONS: Final = frozenset({CLIENT, FRONTEND})
 
 
 class CachedTokens:
-    """API tokens' principals by the hash of their secret, so that an SDK's poll costs no
-    database round trip. Wraps a resolver (`auth.resolve_token`); personal access tokens and
-    unknown tokens always go to it.
+    """Client and frontend tokens' principals by the hash of their secret, so that an SDK's
+    poll costs no database round trip. Wraps a resolver (`auth.resolve_token`); admin tokens,
+    personal access tokens and unknown tokens always go to it, so that an admin credential
+    deleted on another replica fails here from the deletion's commit on (that replica's
+    `forget` reaches this one only milliseconds later: docs/operations.md).
 
     Revocation: `forget` empties the cache; it is called at once when this process commits an
     event of an API token (service/app.py), and when the client feed sees another process's
@@ -254,7 +277,7 @@ class CachedTokens:
             del self._entries[key]
         generation = self._generation
         principal = await self._resolve(pool, token)
-        if principal is None or principal.kind != "api-token":  # a test's principal
+        if principal is None or not _cached(principal):
             return principal
         if generation == self._generation:  # not forgotten meanwhile
             self._keep(key, principal)
@@ -274,6 +297,11 @@ class CachedTokens:
         """Every token is looked up again (one was created, changed or revoked)."""
         self._entries.clear()
         self._generation += 1
+
+
+def _cached(principal: Principal) -> bool:
+    """A client or frontend token (not an admin token, nor a test's principal)."""
+    return principal.kind == "api-token" and principal.permissions <= CACHED_PERMISSIONS
 
 
 async def resolve_session(conn: Conn | asyncpg.Pool, cookie: str) -> Principal | None:
@@ -298,4 +326,35 @@ def account_principal(row: asyncpg.Record, *, pat_id: int | None = None) -> Prin
         permissions=permissions,
         account_id=row["id"],
         pat_id=pat_id,
+    )
+
+
+# GET /api/admin/user shows the caller's permissions by Unleash's names, which its web UI checks
+# to enable its buttons. Where Unleash splits one of ours into finer ones, ours stands for all
+# of them: UPDATE_FEATURE is what our routes for environments, strategies, variants and
+# dependencies of a flag declare. Any other permission is shown by its own name (ours are
+# Unleash's names).
+UNLEASH_PERMISSIONS: Final = {
+    UPDATE_FEATURE: (
+        UPDATE_FEATURE,
+        "UPDATE_FEATURE_ENVIRONMENT",
+        "CREATE_FEATURE_STRATEGY",
+        "UPDATE_FEATURE_STRATEGY",
+        "DELETE_FEATURE_STRATEGY",
+        "UPDATE_FEATURE_VARIANTS",
+        "UPDATE_FEATURE_ENVIRONMENT_VARIANTS",
+        "UPDATE_FEATURE_DEPENDENCY",
+    ),
+}
+# Held but never shown: reading (everyone may), a person's own account, the SDKs' APIs.
+UNSHOWN_PERMISSIONS: Final = frozenset({READ, OWN_ACCOUNT, CLIENT, FRONTEND, PUBLIC})
+
+
+def unleash_permissions(held: frozenset[str]) -> list[str]:
+    """The permissions a principal holds, by Unleash's names, sorted: `ADMIN` alone for an
+    admin (Unleash's UI takes it for every other one); none for a viewer."""
+    if ADMIN in held:
+        return [ADMIN]
+    return sorted(
+        {name for p in held - UNSHOWN_PERMISSIONS for name in UNLEASH_PERMISSIONS.get(p, (p,))}
     )

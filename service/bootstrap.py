@@ -1,16 +1,20 @@
-"""First start: the default environments and project, and the admin API tokens."""
+"""First start: the default environments and project, the built-in feature types and tag
+type, and the admin API tokens."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+import eventlog
 from eventlog.events.base import Metadata
 from service import auth
 from service.api_tokens import domain, queries
+from service.feature_types import domain as feature_types
 from service.projects import domain as projects
 from service.projects.commands import CreateEnvironment, CreateProject
 from service.projects.queries import ENVIRONMENT_EXISTS, PROJECT_EXISTS, environment_names
+from service.tag_types import domain as tag_types
 
 if TYPE_CHECKING:
     from eventlog.connections import Conn
@@ -50,6 +54,22 @@ async def _seed_defaults(work: Work, conn: Conn) -> None:
         async with work.begin(conn) as uow:
             stream = projects.project_stream(projects.DEFAULT_PROJECT)
             await uow.append(stream, [event], BOOTSTRAP, new=True)
+    await _seed_types(work, conn, now)
+
+
+async def _seed_types(work: Work, conn: Conn, now: datetime) -> None:
+    """The built-in feature types and the `simple` tag type, each once: by whether its stream
+    has begun, not by its row, so that a deleted `simple` stays deleted (as in Unleash)."""
+    for sort_order, definition in enumerate(feature_types.BUILT_IN):
+        stream = feature_types.stream(definition.id)
+        if await eventlog.stream_version(conn, stream) is None:
+            async with work.begin(conn) as uow:
+                event = feature_types.defined(definition, sort_order)
+                await uow.append(stream, [event], BOOTSTRAP, new=True)
+    simple = tag_types.simple(now)
+    if await eventlog.stream_version(conn, tag_types.stream(simple.name)) is None:
+        async with work.begin(conn) as uow:
+            await uow.append(tag_types.stream(simple.name), [simple], BOOTSTRAP, new=True)
 
 
 async def _seed_admin_tokens(work: Work, conn: Conn, tokens: tuple[str, ...]) -> str | None:

@@ -26,6 +26,10 @@ class AppError(Exception):
         super().__init__(message)
         self.message = message
 
+    def extra(self) -> dict[str, object]:
+        """Fields the answer carries beside id, name and message (Unleash's, for its UI)."""
+        return {}
+
 
 class ValidationError(AppError):
     """The request is not valid; the message names the field (`- at $.name`)."""
@@ -39,6 +43,18 @@ class AuthenticationRequired(AppError):
 
     status = 401
     name = "AuthenticationRequired"
+
+
+SIGN_IN_PATH = "/auth/simple/login"
+
+
+class SignInRequired(AuthenticationRequired):
+    """No credentials at all on an admin route: a browser that has not signed in. The answer
+    also carries Unleash's sign-in hints, which its UI reads to show its sign-in form
+    (docs/behavior.md, "Errors")."""
+
+    def extra(self) -> dict[str, object]:
+        return {"type": "password", "path": SIGN_IN_PATH, "defaultHidden": False, "options": []}
 
 
 class NoAccess(AppError):

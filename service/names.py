@@ -40,3 +40,16 @@ def validate_name(value: str, path: str = "$.name", what: str = "Name") -> str:
             f"and may not be '.' or '..' - at `{path}`"
         )
     return value
+
+
+# Tag values (on flags and as tags of a type): trimmed, then 2 to 50 characters, as in Unleash.
+TAG_VALUE_LENGTH = (2, 50)
+
+
+def tag_value(body_value: str, path: str = "$.value") -> str:
+    """The value as stored: trimmed, and 2..50 characters long; otherwise a 400."""
+    value = body_value.strip()
+    low, high = TAG_VALUE_LENGTH
+    if not low <= len(value) <= high:
+        raise ValidationError(f"Tag value must be {low} to {high} characters - at `{path}`")
+    return value

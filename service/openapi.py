@@ -11,13 +11,14 @@ it creates to the route that reads it.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Annotated, Any, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
 
 import msgspec
 
 from service import auth, errors
 from service.http.instants import INSTANT_PATTERN
-from service.http.routes import PAST, Content, Param, Route
+from service.http.middlewares import ADMIN_PREFIX
+from service.http.routes import PAST, Content, EventStream, Param, Route
 
 if TYPE_CHECKING:
     from service.http.routes import Handler
@@ -37,6 +38,19 @@ class Error(msgspec.Struct, frozen=True):
     id: str
     name: str
     message: str
+
+
+class SignInError(msgspec.Struct, frozen=True):
+    """A 401 of the admin API to a request without an Authorization header (a browser's):
+    the error, and Unleash's sign-in hints that its UI reads to offer its sign-in form."""
+
+    id: str
+    name: str
+    message: str
+    type: Literal["password"] | msgspec.UnsetType = msgspec.UNSET
+    path: str | msgspec.UnsetType = msgspec.UNSET
+    defaultHidden: bool | msgspec.UnsetType = msgspec.UNSET  # noqa: N815 - Unleash's name
+    options: list[Any] | msgspec.UnsetType = msgspec.UNSET
 
 
 # Who may call: an API token or personal access token in the Authorization header (as Unleash
@@ -61,6 +75,9 @@ TAGS: Final = {
     "service.app": "Operations",
     "service.metrics": "Operations",
     "service.docs": "Documentation",
+    "service.ui": "Web UI",
+    "service.admin_ui": "Web UI",
+    "service.users.handlers.preferences": "Web UI",
     "service.users.handlers.sessions": "Auth",
     "service.users.handlers.users": "Users",
     "service.users.handlers.search": "Users",
@@ -75,6 +92,8 @@ TAGS: Final = {
     "service.features.handlers.tags": "Tags",
     "service.features.handlers.dependencies": "Dependencies",
     "service.features.handlers.segments": "Segments",
+    "service.strategies.handlers": "Strategies",
+    "service.context.handlers": "Context",
     "service.audit.handlers": "Events and audit",
     "service.client.handlers": "Client",
     "service.telemetry.handlers": "Client",
@@ -172,18 +191,28 @@ def document(routes: Sequence[Route], version: str) -> dict[str, Any]:
 
 def _types(route: Route) -> Iterable[Any]:
     yield Error
+    if _signs_in(route):
+        yield SignInError
     if route.body is not None:
         yield route.body
     for param in route.query:
         yield param.schema
     yield from route.params.values()
     for body in route.ok.values():
-        if isinstance(body, tuple) and not isinstance(body, Content):
+        if isinstance(body, EventStream):
+            yield body.data
+        elif isinstance(body, tuple) and not isinstance(body, Content):
             yield from body  # any of these
         elif body is not None and not isinstance(body, Content):
             yield body
     if route.past:
         yield PAST_PARAMETER.schema
+
+
+def _signs_in(route: Route) -> bool:
+    """Its 401 may carry the sign-in hints (service/http/middlewares.py, authenticate)."""
+    admin = route.path == ADMIN_PREFIX or route.path.startswith(ADMIN_PREFIX + "/")
+    return admin and route.permission != auth.PUBLIC
 
 
 def openapi_path(path: str) -> str:
@@ -273,6 +302,11 @@ def _responses(route: Route, schema_of: dict[Any, Any]) -> dict[str, Any]:
     for status, body in route.ok.items():
         if body is None:
             responses[str(status)] = {"description": _SUCCESS.get(status, "Done")}
+        elif isinstance(body, EventStream):
+            responses[str(status)] = {
+                "description": body.description,
+                "content": {"text/event-stream": {"schema": _event(body, schema_of)}},
+            }
         elif isinstance(body, Content):
             responses[str(status)] = {
                 "description": body.description,
@@ -295,9 +329,10 @@ def _responses(route: Route, schema_of: dict[Any, Any]) -> dict[str, Any]:
     for kind in error_kinds(route):
         by_status.setdefault(kind.status, []).append(kind)
     for status, kinds in sorted(by_status.items()):
+        body = SignInError if status == 401 and _signs_in(route) else Error
         response: dict[str, Any] = {
             "description": "; ".join(_meaning(kind) for kind in kinds),
-            "content": {"application/json": {"schema": schema_of[Error]}},
+            "content": {"application/json": {"schema": schema_of[body]}},
         }
         if any(kind.retry_after is not None for kind in kinds) or status == 429:
             response["headers"] = {
@@ -313,6 +348,31 @@ def _responses(route: Route, schema_of: dict[Any, Any]) -> dict[str, Any]:
             for name, link in route.links.items()
         }
     return responses
+
+
+def _event(stream: EventStream, schema_of: dict[Any, Any]) -> dict[str, Any]:
+    """One server-sent event, as the fields a client reads from it: its name, its id and its
+    data (JSON). OpenAPI 3.1 has no word for a stream of them; the `schema` of
+    `text/event-stream` describing one event is how tools read it (schemathesis validates each
+    event against it, and the data against `contentSchema`), and what 3.2 calls `itemSchema`."""
+    return {
+        "type": "object",
+        "required": ["event", "id", "data"],
+        "properties": {
+            "event": {"type": "string", "enum": list(stream.events)},
+            "id": {
+                "type": "string",
+                "pattern": "^[0-9]+$",
+                "description": "The revision the event brings the client to (its Last-Event-ID)",
+            },
+            "data": {
+                "type": "string",
+                "contentMediaType": "application/json",
+                "contentSchema": schema_of[stream.data],
+            },
+        },
+        "additionalProperties": False,
+    }
 
 
 _SUCCESS: Final = {200: "OK", 201: "Created", 202: "Accepted", 204: "No content", 302: "Found"}

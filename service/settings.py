@@ -76,6 +76,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     frontend_api_origins: tuple[str, ...] = ("*",)
     # How long browsers may keep the answer to a CORS preflight (Unleash's default: a day).
     access_control_max_age: Annotated[int, msgspec.Meta(ge=0, le=86400 * 7)] = 86400
+    # Unleash's web UI at `/` (service/ui.py); false answers its paths with a 404.
+    ui_enabled: bool = True
+    # The folder `make install` fetched the UI into (tools/ui_fetch.py); unset: `.ui/` beside
+    # the source. The container image sets its own.
+    ui_dir: str | None = None
 
     @property
     def pg_data_dir(self) -> Path:

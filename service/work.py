@@ -221,13 +221,18 @@ class UnitOfWork:
         metadata: Metadata,
         *,
         new: bool = False,
+        at_version: int | None = None,
         event_ids: Sequence[uuid.UUID] | None = None,
         erased: Collection[int] = (),
     ) -> list[RecordedEvent]:
-        """Append to one stream; `new`: the stream must not exist yet (it starts with a create).
+        """Append to one stream; `new`: the stream must not exist yet (it starts with a create);
+        `at_version`: the stream must be at exactly this version (a create that continues the
+        stream of a deleted namesake); either refusal is its stream type's TAKEN_STREAMS error.
         `erased`: persons whose keys this transaction destroyed (appends.append)."""
         self._require_open()
-        expected: appends.Expected = appends.NO_STREAM if new else appends.ANY
+        expected: appends.Expected = (
+            appends.NO_STREAM if new else appends.ANY if at_version is None else at_version
+        )
         started = time.perf_counter()
         before = len(self._pending)
         try:

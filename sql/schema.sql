@@ -58,6 +58,7 @@ CREATE FUNCTION public.event_kind(p_type text, p_data jsonb) RETURNS text
         WHEN 'FeatureCloned' THEN 'feature-created'
         WHEN 'FeatureArchived' THEN 'feature-archived'
         WHEN 'FeatureRevived' THEN 'feature-revived'
+        WHEN 'FeatureDeleted' THEN 'feature-deleted'
         WHEN 'FeatureStaleSet' THEN
             CASE WHEN p_data -> 'stale' = 'true'::jsonb THEN 'feature-stale-on'
                  ELSE 'feature-stale-off' END
@@ -89,6 +90,13 @@ CREATE FUNCTION public.event_kind(p_type text, p_data jsonb) RETURNS text
         WHEN 'ServiceAccountDeleted' THEN 'service-account-deleted'
         WHEN 'PersonalAccessTokenCreated' THEN 'pat-created'
         WHEN 'PersonalAccessTokenDeleted' THEN 'pat-deleted'
+        WHEN 'TagTypeCreated' THEN 'tag-type-created'
+        WHEN 'TagTypeUpdated' THEN 'tag-type-updated'
+        WHEN 'TagTypeDeleted' THEN 'tag-type-deleted'
+        WHEN 'TagCreated' THEN 'tag-created'
+        WHEN 'FeatureTypeLifetimeChanged' THEN 'feature-type-updated'
+        WHEN 'FeatureUpdated' THEN 'feature-metadata-updated'
+        WHEN 'StrategiesReordered' THEN 'strategy-order-changed'
         ELSE p_type
     END
 $$;
@@ -606,12 +614,49 @@ CREATE TABLE readmodel.api_tokens (
     CONSTRAINT api_tokens_type_check CHECK ((type = ANY (ARRAY['admin'::text, 'client'::text, 'frontend'::text])))
 );
 
+-- Name: context_fields; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.context_fields (
+    name text NOT NULL,
+    description text,
+    legal_values jsonb NOT NULL,
+    stickiness boolean NOT NULL,
+    sort_order integer NOT NULL,
+    created_at timestamp with time zone
+);
+
 -- Name: environments; Type: TABLE; Schema: readmodel
 CREATE TABLE readmodel.environments (
     name text NOT NULL,
     type text NOT NULL,
     sort_order integer NOT NULL,
     created_at timestamp with time zone NOT NULL
+);
+
+-- Name: favorite_features; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.favorite_features (
+    user_id integer NOT NULL,
+    feature_name text NOT NULL
+);
+
+-- Name: favorite_projects; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.favorite_projects (
+    user_id integer NOT NULL,
+    project_id text NOT NULL
+);
+
+-- Name: feature_collaborators; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.feature_collaborators (
+    feature_name text NOT NULL,
+    user_id bigint NOT NULL,
+    actor_name text,
+    created boolean NOT NULL,
+    last_version integer NOT NULL
+);
+
+-- Name: feature_creators; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.feature_creators (
+    feature_name text NOT NULL,
+    user_id integer
 );
 
 -- Name: feature_dependencies; Type: TABLE; Schema: readmodel
@@ -654,6 +699,15 @@ CREATE TABLE readmodel.feature_tags (
     created_at timestamp with time zone NOT NULL
 );
 
+-- Name: feature_types; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.feature_types (
+    id text NOT NULL,
+    name text NOT NULL,
+    description text NOT NULL,
+    lifetime_days integer,
+    sort_order integer NOT NULL
+);
+
 -- Name: features; Type: TABLE; Schema: readmodel
 CREATE TABLE readmodel.features (
     name text NOT NULL,
@@ -678,6 +732,15 @@ CREATE TABLE readmodel.personal_access_tokens (
     created_at timestamp with time zone NOT NULL,
     expires_at timestamp with time zone NOT NULL,
     seen_at timestamp with time zone
+);
+
+-- Name: project_activity_daily; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.project_activity_daily (
+    project_id text NOT NULL,
+    day date NOT NULL,
+    events integer NOT NULL,
+    last_at timestamp with time zone NOT NULL,
+    last_position bigint NOT NULL
 );
 
 -- Name: project_environments; Type: TABLE; Schema: readmodel
@@ -712,10 +775,54 @@ CREATE TABLE readmodel.sessions (
     expires_at timestamp with time zone NOT NULL
 );
 
+-- Name: strategy_definitions; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.strategy_definitions (
+    name text NOT NULL,
+    title text,
+    description text,
+    parameters jsonb NOT NULL,
+    created_at timestamp with time zone NOT NULL
+);
+
+-- Name: strategy_deprecations; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.strategy_deprecations (
+    name text NOT NULL,
+    deprecated boolean NOT NULL
+);
+
+-- Name: tag_types; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.tag_types (
+    name text NOT NULL,
+    description text,
+    icon text,
+    color text,
+    created_at timestamp with time zone NOT NULL
+);
+
+-- Name: tags; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.tags (
+    type text NOT NULL,
+    value text NOT NULL
+);
+
+-- Name: user_feedback; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.user_feedback (
+    user_id bigint NOT NULL,
+    feedback_id text NOT NULL,
+    given timestamp with time zone NOT NULL,
+    never_show boolean NOT NULL
+);
+
 -- Name: user_passwords; Type: TABLE; Schema: readmodel
 CREATE TABLE readmodel.user_passwords (
     user_id bigint NOT NULL,
     password_hash text NOT NULL
+);
+
+-- Name: user_splashes; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.user_splashes (
+    user_id bigint NOT NULL,
+    splash_id text NOT NULL
 );
 
 -- Name: users; Type: TABLE; Schema: readmodel
@@ -954,9 +1061,29 @@ ALTER TABLE ONLY readmodel.api_tokens
 ALTER TABLE ONLY readmodel.api_tokens
     ADD CONSTRAINT api_tokens_secret_hash_key UNIQUE (secret_hash);
 
+-- Name: context_fields context_fields_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.context_fields
+    ADD CONSTRAINT context_fields_pkey PRIMARY KEY (name);
+
 -- Name: environments environments_pkey; Type: CONSTRAINT; Schema: readmodel
 ALTER TABLE ONLY readmodel.environments
     ADD CONSTRAINT environments_pkey PRIMARY KEY (name);
+
+-- Name: favorite_features favorite_features_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.favorite_features
+    ADD CONSTRAINT favorite_features_pkey PRIMARY KEY (user_id, feature_name);
+
+-- Name: favorite_projects favorite_projects_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.favorite_projects
+    ADD CONSTRAINT favorite_projects_pkey PRIMARY KEY (user_id, project_id);
+
+-- Name: feature_collaborators feature_collaborators_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.feature_collaborators
+    ADD CONSTRAINT feature_collaborators_pkey PRIMARY KEY (feature_name, user_id);
+
+-- Name: feature_creators feature_creators_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.feature_creators
+    ADD CONSTRAINT feature_creators_pkey PRIMARY KEY (feature_name);
 
 -- Name: feature_dependencies feature_dependencies_pkey; Type: CONSTRAINT; Schema: readmodel
 ALTER TABLE ONLY readmodel.feature_dependencies
@@ -974,6 +1101,10 @@ ALTER TABLE ONLY readmodel.feature_strategies
 ALTER TABLE ONLY readmodel.feature_tags
     ADD CONSTRAINT feature_tags_pkey PRIMARY KEY (feature_name, type, value);
 
+-- Name: feature_types feature_types_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.feature_types
+    ADD CONSTRAINT feature_types_pkey PRIMARY KEY (id);
+
 -- Name: features features_pkey; Type: CONSTRAINT; Schema: readmodel
 ALTER TABLE ONLY readmodel.features
     ADD CONSTRAINT features_pkey PRIMARY KEY (name);
@@ -985,6 +1116,10 @@ ALTER TABLE ONLY readmodel.personal_access_tokens
 -- Name: personal_access_tokens personal_access_tokens_secret_hash_key; Type: CONSTRAINT; Schema: readmodel
 ALTER TABLE ONLY readmodel.personal_access_tokens
     ADD CONSTRAINT personal_access_tokens_secret_hash_key UNIQUE (secret_hash);
+
+-- Name: project_activity_daily project_activity_daily_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.project_activity_daily
+    ADD CONSTRAINT project_activity_daily_pkey PRIMARY KEY (project_id, day);
 
 -- Name: project_environments project_environments_pkey; Type: CONSTRAINT; Schema: readmodel
 ALTER TABLE ONLY readmodel.project_environments
@@ -1006,9 +1141,33 @@ ALTER TABLE ONLY readmodel.segments
 ALTER TABLE ONLY readmodel.sessions
     ADD CONSTRAINT sessions_pkey PRIMARY KEY (session_hash);
 
+-- Name: strategy_definitions strategy_definitions_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.strategy_definitions
+    ADD CONSTRAINT strategy_definitions_pkey PRIMARY KEY (name);
+
+-- Name: strategy_deprecations strategy_deprecations_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.strategy_deprecations
+    ADD CONSTRAINT strategy_deprecations_pkey PRIMARY KEY (name);
+
+-- Name: tag_types tag_types_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.tag_types
+    ADD CONSTRAINT tag_types_pkey PRIMARY KEY (name);
+
+-- Name: tags tags_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.tags
+    ADD CONSTRAINT tags_pkey PRIMARY KEY (type, value);
+
+-- Name: user_feedback user_feedback_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.user_feedback
+    ADD CONSTRAINT user_feedback_pkey PRIMARY KEY (user_id, feedback_id);
+
 -- Name: user_passwords user_passwords_pkey; Type: CONSTRAINT; Schema: readmodel
 ALTER TABLE ONLY readmodel.user_passwords
     ADD CONSTRAINT user_passwords_pkey PRIMARY KEY (user_id);
+
+-- Name: user_splashes user_splashes_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.user_splashes
+    ADD CONSTRAINT user_splashes_pkey PRIMARY KEY (user_id, splash_id);
 
 -- Name: users users_pkey; Type: CONSTRAINT; Schema: readmodel
 ALTER TABLE ONLY readmodel.users
@@ -1047,11 +1206,20 @@ CREATE INDEX events_recorded_at_position ON public.events USING btree (recorded_
 -- Name: personal_keys_due; Type: INDEX; Schema: public
 CREATE INDEX personal_keys_due ON public.personal_keys USING btree (erase_after) WHERE ((erased_at IS NULL) AND (erase_after IS NOT NULL));
 
+-- Name: feature_creators_user_idx; Type: INDEX; Schema: readmodel
+CREATE INDEX feature_creators_user_idx ON readmodel.feature_creators USING btree (user_id);
+
 -- Name: feature_dependencies_parent_idx; Type: INDEX; Schema: readmodel
 CREATE INDEX feature_dependencies_parent_idx ON readmodel.feature_dependencies USING btree (parent);
 
 -- Name: feature_strategies_feature_idx; Type: INDEX; Schema: readmodel
 CREATE INDEX feature_strategies_feature_idx ON readmodel.feature_strategies USING btree (feature_name, environment, sort_order);
+
+-- Name: features_created_idx; Type: INDEX; Schema: readmodel
+CREATE INDEX features_created_idx ON readmodel.features USING btree (created_at) WHERE (archived_at IS NULL);
+
+-- Name: features_project_created_idx; Type: INDEX; Schema: readmodel
+CREATE INDEX features_project_created_idx ON readmodel.features USING btree (project, created_at) WHERE (archived_at IS NULL);
 
 -- Name: features_project_idx; Type: INDEX; Schema: readmodel
 CREATE INDEX features_project_idx ON readmodel.features USING btree (project, name);

@@ -29,8 +29,10 @@ from eventlog.events.users import (
 from projections.inline import apply_inline
 from service import auth, bootstrap
 from service.appkeys import POOL
+from service.avatars import image_url
 from service.settings import Settings
 from service.work import AfterCommit, Committed, Work
+from tests import ROOT
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection
@@ -43,6 +45,15 @@ if TYPE_CHECKING:
 # The admin token every test's service is seeded with (the settings fixture's), and its headers.
 ADMIN_TOKEN = "*:*.test-admin-secret-0123456789abcdefghijklmnop"
 ADMIN = {"Authorization": ADMIN_TOKEN}
+# Unleash's sign-in hints on the admin API's 401 to a browser (docs/behavior.md, "Errors").
+SIGN_IN_HINTS = {
+    "type": "password",
+    "path": "/auth/simple/login",
+    "defaultHidden": False,
+    "options": [],
+}
+# A stand-in for the web UI's build, in its layout (service/ui.py serves it in the tests).
+UI_SAMPLE = ROOT / "tests" / "ui_sample"
 TEST_ACTOR = Metadata(actor_id="test", actor_name="test", actor_kind="system", source="test")
 
 
@@ -58,7 +69,11 @@ def work(*hooks: Callable[[Committed], None], positions_of: Collection[str] = ()
 def settings_for(dsn: str, **overrides: Any) -> Settings:
     """The service's settings on the test's database, seeding the admin token, and any others on
     top (the settings fixture's, unless a test says otherwise)."""
-    return Settings(database_url=dsn, init_admin_api_tokens=(ADMIN_TOKEN,), **overrides)
+    return Settings(
+        database_url=dsn,
+        init_admin_api_tokens=(ADMIN_TOKEN,),
+        **{"ui_dir": str(UI_SAMPLE), **overrides},
+    )
 
 
 async def seed_database(dsn: str, tokens: tuple[str, ...] = (ADMIN_TOKEN,)) -> None:
@@ -206,10 +221,13 @@ async def ok(resp: Any, *statuses: int) -> Any:
 
 
 def error_body(body: Any, name: str) -> str:
-    """An error's body: exactly an id, a name (this one) and a message; the message."""
+    """An error's body: exactly an id, a name (this one) and a message (a 401 of the admin API
+    to a request without an Authorization header also the sign-in hints); the message."""
     assert isinstance(body, dict)
-    assert set(body) == {"id", "name", "message"}
     assert body["name"] == name
+    extra = {key: value for key, value in body.items() if key not in {"id", "name", "message"}}
+    assert set(body) >= {"id", "name", "message"}
+    assert extra in ({}, SIGN_IN_HINTS) if name == "AuthenticationRequired" else extra == {}
     return str(body["message"])
 
 
@@ -387,3 +405,17 @@ async def person(
             )
             await append(conn, [used], stream=("token-usage", "personal-access-tokens"))
     return made
+
+
+# --- a flag's authors, as its page shows them (createdBy, collaborators) -----------------------
+
+
+def collaborator(
+    user_id: int, name: str, email: str | None = None, username: str | None = None
+) -> dict[str, Any]:
+    """A flag's creator or collaborator as answers show one (-42: any API token)."""
+    return {"id": user_id, "name": name, "imageUrl": image_url(email, username, user_id)}
+
+
+# The seeded admin token (named `admin` at bootstrap) as a flag's author.
+ADMIN_AUTHOR = collaborator(-42, "admin")

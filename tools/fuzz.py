@@ -1,18 +1,18 @@
 """Fuzz the running service with schemathesis: `.venv/bin/python -m tools.fuzz [--max-examples N]
 [--seed S] [--max-time SECONDS]`.
 
-Starts `python -m service serve` on 127.0.0.1 (a free port, the embedded PostgreSQL in a
-temporary DATA_DIR), seeds it over HTTP with an admin token (a project with an environment on,
-flags with strategies, variants, tags and a dependency, a segment, users, a service account with
-a token, an API token), signs in as a Viewer and makes their personal access token, then runs
-`schemathesis run` on /docs/openapi.json (every phase: examples, coverage, fuzzing, stateful)
-with the Viewer's token, then with the admin token. Every operation is fuzzed but the one
-schemathesis reads the document from (GET /docs/openapi.json) and the client API's stream of
-server-sent events (it never ends; tests/client/test_client_streaming.py and
-tests/processes/test_client_streaming_load.py test it). Every check is on but those listed in
-EXCLUDED_CHECKS (and NARROWER_CHECKS: the statuses of one), each with its reason. The service
-is stopped (SIGTERM) and its directory removed whatever happens; exit 1 when schemathesis found
-a failure or an error.
+Starts `python -m service serve` on 127.0.0.1 (a free port, the embedded PostgreSQL in a temporary
+DATA_DIR), seeds it over HTTP with an admin token (a project with an environment on, flags with
+strategies, variants, tags and a dependency, a segment, a custom strategy type and context field
+that the flags' strategies use, a tag type with a tag, users, a service account with a token, an
+API token), signs in as a Viewer and makes their personal access token, then runs `schemathesis
+run` on /docs/openapi.json (every phase: examples, coverage, fuzzing, stateful) with the Viewer's
+token, then with the admin token. Every operation is fuzzed but the one schemathesis reads the
+document from (GET /docs/openapi.json). The client API's stream of server-sent events never ends:
+schemathesis reads its first event (STREAM_EVENTS) and checks it against the document's
+`text/event-stream` schema. Every check is on but those listed in EXCLUDED_CHECKS (and
+NARROWER_CHECKS: the statuses of one), each with its reason. The service is stopped (SIGTERM) and
+its directory removed whatever happens; exit 1 when schemathesis found a failure or an error.
 
 Each token's run leaves out the one operation that revokes that very token (the run would go on
 with 401 everywhere); a short run of that operation alone follows it.
@@ -73,6 +73,14 @@ REJECTIONS = (400, 401, 403, 404, 405, 406, 409, 413, 415, 422, 428, 429, 431, "
 NARROWER_CHECKS = (
     "[checks.negative_data_rejection]",
     f"expected-statuses = {json.dumps([str(status) for status in REJECTIONS])}",
+)
+# A stream of server-sent events never ends, and its later events come only with changes:
+# schemathesis stops reading it after its first one (`unleash-connected`, sent at once), instead
+# of waiting for the request's timeout.
+STREAM_EVENTS = (
+    "[[operations]]",
+    'include-path = "/api/client/streaming"',
+    "max-stream-events = 1",
 )
 # The operations that revoke the credential of the run they are in: run last, alone.
 REVOKE = {"admin": "deleteApiToken", "viewer": "deleteOwnToken"}
@@ -214,6 +222,10 @@ def seed(service: Service) -> Seeded:
         },
         201,
     )
+    # A custom strategy type and context field, which the flags' strategies use (a delete of
+    # the type then meets its 409, the field's strategies route finds them).
+    post("POST", "/api/admin/strategies", {"name": "fuzz-type", "parameters": []}, 201)
+    post("POST", "/api/admin/context", {"name": "fuzz-field"}, 201)
     for name in ("fuzz-parent", "fuzz-child", "fuzz-other"):
         post("POST", "/api/admin/projects/fuzz/features", {"name": name, "description": "seed"})
         flag = f"/api/admin/projects/fuzz/features/{name}/environments/staging"
@@ -224,10 +236,14 @@ def seed(service: Service) -> Seeded:
             "segments": [segment["id"]],
         }
         seeded.add("strategyId", post("POST", f"{flag}/strategies", strategy)["id"])
+        on_field = [{"contextName": "fuzz-field", "operator": "IN", "values": ["x"]}]
+        post("POST", f"{flag}/strategies", {"name": "fuzz-type", "constraints": on_field})
         variants = [{"name": "blue", "weight": 500}, {"name": "green", "weight": 500}]
         post("PUT", f"{flag}/variants", variants)
         post("POST", f"{flag}/on")
         post("POST", f"/api/admin/features/{name}/tags", {"value": "seeded"}, 201)
+    post("POST", "/api/admin/tag-types", {"name": "fuzz-team", "color": "#1A7F37"}, 201)
+    post("POST", "/api/admin/tags", {"type": "fuzz-team", "value": "seeded"}, 201)
     post(
         "POST",
         "/api/admin/projects/fuzz/features/fuzz-child/dependencies",
@@ -253,7 +269,11 @@ def seed(service: Service) -> Seeded:
     flags = ("fuzz-parent", "fuzz-child", "fuzz-other")
     for name in ("featureName", "child", "parent"):
         seeded.add(name, *flags)
-    seeded.add("type", "simple")
+    seeded.add("type", "simple", "fuzz-team")
+    # tag types, strategy types and the client API's flags
+    seeded.add("name", "simple", "fuzz-team", "fuzz-type", "flexibleRollout", *flags)
+    seeded.add("strategyName", "fuzz-type", "userWithId")
+    seeded.add("contextField", "fuzz-field", "userId")
     seeded.add("value", "seeded")
     seeded.viewer_token = viewer_token(service, email)
     return seeded
@@ -270,7 +290,7 @@ def config(seeded: Seeded, path: Path) -> Path:
         f'"path.{name}" = {{ dictionary = "{name}", probability = 0.8 }}'
         for name in sorted(seeded.known)
     ]
-    path.write_text("\n".join([*lines, "", *NARROWER_CHECKS]) + "\n")
+    path.write_text("\n".join([*lines, "", *NARROWER_CHECKS, "", *STREAM_EVENTS]) + "\n")
     return path
 
 
@@ -332,11 +352,6 @@ def schemathesis(
         "--report-json-path",
         str(path),
         "--no-color",
-        # A stream of server-sent events never ends: each example would wait for the timeout.
-        # tests/client/test_client_streaming.py and tests/processes/test_client_streaming_load.py
-        # test it instead.
-        "--exclude-path",
-        "/api/client/streaming",
         *(["--max-time", str(args.max_time)] if args.max_time and not filters else []),
         *filters,
     ]

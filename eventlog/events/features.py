@@ -324,6 +324,27 @@ class SegmentDeleted(Event, frozen=True, kw_only=True, tag="SegmentDeleted"):
     name: str
 
 
+# --- deletion ---------------------------------------------------------------------------------
+
+
+class FeatureDeleted(Event, frozen=True, kw_only=True, tag="FeatureDeleted"):
+    """An archived flag was deleted: it leaves every read model and its name is free again; a
+    flag created later with that name continues this stream. The flag as it was (`feature_type`
+    to `archived_at`) is kept for the audit trail, which shows it as Unleash's preData."""
+
+    not_personal: ClassVar[tuple[str, ...]] = ("name", "project", "feature_type", "description")
+
+    name: str
+    project: str
+    feature_type: str
+    description: str | None
+    stale: bool
+    impression_data: bool
+    created_at: datetime
+    archived_at: datetime
+    deleted_at: datetime
+
+
 # --- upcasters --------------------------------------------------------------------------------
 # Version 1 stored nested constraints and variants with the request's camelCase names
 # (`contextName`, `caseInsensitive`, `weightType`); version 2 names them like every other
@@ -385,3 +406,37 @@ UPCASTERS: Upcasters = {
     ("SegmentCreated", 1): segment_event_v1,
     ("SegmentUpdated", 1): segment_event_v1,
 }
+
+
+# --- the flag's page (issue 42) ---------------------------------------------------------------
+
+
+class FeatureUpdated(Event, frozen=True, kw_only=True, tag="FeatureUpdated"):
+    """The flag's description, type or impression data changed (`PATCH` of the flag); holds
+    all three as they are from now on. Staleness has its own event (FeatureStaleSet)."""
+
+    not_personal: ClassVar[tuple[str, ...]] = ("name", "project", "feature_type", "description")
+
+    name: str
+    project: str
+    feature_type: str
+    description: str | None
+    impression_data: bool
+
+
+class StrategySortOrder(Declared, frozen=True, kw_only=True):
+    not_personal: ClassVar[tuple[str, ...]] = ("strategy_id",)
+    strategy_id: str
+    sort_order: int
+
+
+class StrategiesReordered(Event, frozen=True, kw_only=True, tag="StrategiesReordered"):
+    """Strategies of the flag in one environment got new sort orders (`set-sort-order`); the
+    others there keep theirs."""
+
+    not_personal: ClassVar[tuple[str, ...]] = ("name", "project", "environment")
+
+    name: str
+    project: str
+    environment: str
+    sort_orders: list[StrategySortOrder]

@@ -25,10 +25,14 @@ KINDS: Final = (
     "environment",
     "project",
     "segment",
+    "strategy-type",
+    "context-field",
     "flag",
     "user",
     "service-account",
     "api-token",
+    "tag-type",
+    "feature-type",
 )
 _SNAKE = re.compile(r"_([a-z0-9])")
 _json = msgspec.json.Decoder()
@@ -60,6 +64,8 @@ STREAM_ENTITIES: Final = {
     "project": "project",
     "environment": "environment",
     "segment": "segment",
+    "strategy": "strategy-type",
+    "context-field": "context-field",
     "user": "user",
     "service-account": "service-account",
     "api-token": "api-token",

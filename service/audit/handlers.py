@@ -51,8 +51,9 @@ SECOND_CONNECTION_WAIT: Final = 0.005  # seconds a search waits for a connection
 # Unleash's filter syntax: an operator, then comma-separated values.
 _FILTER = re.compile(r"^(IS|IS_ANY_OF):(.+)$", re.DOTALL)
 _USER_ID = re.compile(r"^-?[0-9]{1,18}$")
-# Unleash's free-text `query` reads every event's data; not offered (a scan of the whole log).
-_REFUSED: Final = ("query",)
+# Unleash's free-text `query` reads every event's data: offered within one flag's events (its
+# event log tab), the latest this many of them, and refused otherwise (a scan of the whole log).
+TEXT_SEARCHED: Final = 10_000
 
 
 async def list_events(request: web.Request) -> web.Response:
@@ -73,12 +74,13 @@ async def feature_events(request: web.Request) -> web.Response:
 async def search_events(request: web.Request) -> web.Response:
     """Newest first; `before`/`after` a position page without offsets (`after`: oldest first).
     Principals without ADMIN see only events that belong to a project, as in Unleash."""
-    for name in _REFUSED:
-        if name in request.query:
-            raise ValidationError(
-                f"{name} (free text over event data) is not supported: filter by type, "
-                f"project, feature, createdBy, from and to - at `{name}`"
-            )
+    text = query_param(request, "query") or None
+    if text is not None and len(_filter(request, "feature") or []) != 1:
+        raise ValidationError(
+            "query (free text over event data) is searched in one flag's events: give it with "
+            "feature=IS:<flag>, or filter by type, project, feature, createdBy, from and to"
+            " - at `query`"
+        )
     actors = _filter(request, "createdBy")
     if actors is not None and not all(_USER_ID.match(a) for a in actors):
         raise ValidationError("createdBy takes user ids (IS:<id>) - at `createdBy`")
@@ -89,17 +91,31 @@ async def search_events(request: web.Request) -> web.Response:
         actors=None if actors is None else [int(a) for a in actors],
         with_project=not principal(request).can(auth.ADMIN),
     )
+    limit = min(int_param(request, "limit", SEARCH_LIMIT, 1), MAX_LIMIT)
+    offset = int_param(request, "offset", 0, 0)
     events, total = await _read(
         request,
         found,
-        limit=min(int_param(request, "limit", SEARCH_LIMIT, 1), MAX_LIMIT),
-        offset=int_param(request, "offset", 0, 0),
+        limit=limit if text is None else TEXT_SEARCHED,
+        offset=offset if text is None else 0,
         after=_position(request, "after"),
         before=_position(request, "before"),
         since=_time(request, "from", end=False),
         until=_time(request, "to", end=True),
     )
+    if text is not None:
+        events = [e for e in events if _holds(e, text)]
+        events, total = events[offset : offset + limit], len(events)
     return json_response(EventSearchResult(events=events, total=total))
+
+
+def _holds(event: LogEvent, text: str) -> bool:
+    """As Unleash's `query`: the text, in any case, in the event's data, preData or tags."""
+    wanted = text.casefold()
+    return any(
+        wanted in msgspec.json.encode(part).decode().casefold()
+        for part in (event.data, event.pre_data, event.tags)
+    )
 
 
 async def _read(  # noqa: PLR0913 - a search's parts
@@ -251,6 +267,12 @@ SEARCH_PARAMS: Final = (
     Param("offset", Count, "Skip this many (default 0)"),
     Param("before", Position, "Only events before this log position (a cursor, newest first)"),
     Param("after", Position, "Only events after this log position (a cursor, oldest first)"),
+    Param(
+        "query",
+        Annotated[str, msgspec.Meta(max_length=1000)],
+        "Text (any case) in the event's data, preData or tags; only with one `feature`, whose"
+        f" latest {TEXT_SEARCHED} events are searched",
+    ),
 )
 DIFF_PARAMS: Final = (
     Param(

@@ -8,12 +8,18 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 import msgspec
 
 from eventlog.events.api_tokens import ApiTokenCreated, ApiTokenDeleted
+from eventlog.events.context_fields import (
+    ContextFieldCreated,
+    ContextFieldDeleted,
+    ContextFieldUpdated,
+)
 from eventlog.events.features import (
     EnvironmentVariantsSet,
     FeatureCloned,
     FeatureCreated,
     FeatureTagged,
     FeatureUntagged,
+    FeatureUpdated,
     SegmentCreated,
     SegmentDeleted,
     SegmentUpdated,
@@ -22,6 +28,11 @@ from eventlog.events.features import (
     StrategyRemoved,
     StrategyUpdated,
     Variant,
+)
+from eventlog.events.strategy_definitions import (
+    StrategyDefinitionCreated,
+    StrategyDefinitionDeleted,
+    StrategyDefinitionUpdated,
 )
 from eventlog.events.users import (
     PersonalAccessTokenCreated,
@@ -54,6 +65,7 @@ FOLDED: Final[dict[str, tuple[str, ...]]] = {
             EnvironmentVariantsSet,
             FeatureTagged,
             FeatureUntagged,
+            FeatureUpdated,
         )
     ),
     "segment": (SegmentCreated.type_name(), SegmentUpdated.type_name()),
@@ -68,6 +80,9 @@ FOLDED: Final[dict[str, tuple[str, ...]]] = {
         PersonalAccessTokenCreated.type_name(),
     ),
     "api-token": (ApiTokenCreated.type_name(),),
+    # A built-in type's or field's stream starts with no record: its first change has none.
+    "strategy": (StrategyDefinitionCreated.type_name(), StrategyDefinitionUpdated.type_name()),
+    "context-field": (ContextFieldCreated.type_name(), ContextFieldUpdated.type_name()),
 }
 # Events whose preData is what their stream held before them.
 NEEDS_BEFORE: Final = (
@@ -82,7 +97,24 @@ NEEDS_BEFORE: Final = (
     ServiceAccountDeleted,
     ApiTokenDeleted,
     PersonalAccessTokenDeleted,
+    StrategyDefinitionUpdated,
+    StrategyDefinitionDeleted,
+    ContextFieldUpdated,
+    ContextFieldDeleted,
+    FeatureUpdated,
 )
+
+
+def flag_fields(event: FeatureCreated | FeatureCloned | FeatureUpdated) -> dict[str, Any]:
+    """A flag's fields that FeatureUpdated changes, as Unleash's feature-metadata-updated
+    shows them (its data, and its preData: the same of the state before)."""
+    return {
+        "name": event.name,
+        "project": event.project,
+        "description": event.description,
+        "type": event.feature_type,
+        "impressionData": event.impression_data,
+    }
 
 
 class Tag(msgspec.Struct, frozen=True, kw_only=True):
@@ -104,6 +136,7 @@ class _Stream:
 
     def __init__(self) -> None:
         self.project: str | None = None
+        self.fields: dict[str, Any] | None = None  # a flag's, as flag_fields shows them
         self.tags: dict[tuple[str, str], None] = {}
         self.strategies: dict[str, StrategyData] = {}
         self.variants: dict[str, list[Variant]] = {}
@@ -120,18 +153,25 @@ class _Stream:
                 return {"variants": self.variants.get(environment, [])}
             case PersonalAccessTokenDeleted(token_id=token_id):
                 return self.tokens.get(token_id)
+            case FeatureUpdated():
+                return self.fields
             case UserDeleted() | ServiceAccountDeleted() if self.entity is None:
                 return event  # its own record, the account's last one, is all there is
             case _ if isinstance(event, NEEDS_BEFORE):
                 return self.entity
         return None
 
-    def apply(self, event: DomainEvent) -> None:  # noqa: C901 - one branch per folded type
+    def apply(self, event: DomainEvent) -> None:  # noqa: C901, PLR0912 - one per folded type
         match event:
             case FeatureCreated(project=project):
-                self.project = project
+                # A create starts the stream anew: it may follow a deleted namesake's events.
+                self._start(project)
+                self.fields = flag_fields(event)
+            case FeatureUpdated():
+                self.fields = flag_fields(event)
             case FeatureCloned():
-                self.project = event.project
+                self._start(event.project)
+                self.fields = flag_fields(event)
                 self.tags = {(t.tag_type, t.value): None for t in event.tags}
                 for env in event.environments:
                     self.strategies |= {s.id: s for s in env.strategies}
@@ -160,8 +200,16 @@ class _Stream:
                 | UserCreated()
                 | ServiceAccountCreated()
                 | ApiTokenCreated()
+                | StrategyDefinitionCreated()
+                | StrategyDefinitionUpdated()
+                | ContextFieldCreated()
+                | ContextFieldUpdated()
             ):
                 self.entity = event
+
+    def _start(self, project: str) -> None:
+        self.project = project
+        self.tags, self.strategies, self.variants = {}, {}, {}
 
     def sorted_tags(self) -> list[Tag]:
         return [Tag(value=value, type=kind) for kind, value in sorted(self.tags)]

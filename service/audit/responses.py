@@ -16,6 +16,7 @@ import msgspec
 
 from eventlog.events.api_tokens import ApiTokenCreated, ApiTokenDeleted
 from eventlog.events.base import Event
+from eventlog.events.feature_types import FeatureTypeLifetimeChanged
 from eventlog.events.features import (
     DependencyAdded,
     DependencyRemoved,
@@ -23,15 +24,18 @@ from eventlog.events.features import (
     FeatureArchived,
     FeatureCloned,
     FeatureCreated,
+    FeatureDeleted,
     FeatureEnvironmentDisabled,
     FeatureEnvironmentEnabled,
     FeatureRevived,
     FeatureStaleSet,
     FeatureTagged,
     FeatureUntagged,
+    FeatureUpdated,
     SegmentCreated,
     SegmentDeleted,
     SegmentUpdated,
+    StrategiesReordered,
     StrategyAdded,
     StrategyData,
     StrategyRemoved,
@@ -44,6 +48,7 @@ from eventlog.events.projects import (
     ProjectEnvironmentDisabled,
     ProjectEnvironmentEnabled,
 )
+from eventlog.events.tags import TagCreated
 from eventlog.events.users import (
     PersonalAccessTokenCreated,
     PersonalAccessTokenDeleted,
@@ -58,7 +63,7 @@ from eventlog.events.users import (
     UserUpdated,
 )
 from service.audit.diff import EntityChange, Point
-from service.audit.history import Context, Tag
+from service.audit.history import Context, Tag, flag_fields
 
 if TYPE_CHECKING:
     from eventlog.codec import DomainEvent
@@ -183,6 +188,23 @@ def _feature(event: FeatureCreated | FeatureCloned) -> dict[str, Any]:
     }
 
 
+def _deleted_feature(event: FeatureDeleted) -> dict[str, Any]:
+    """Unleash's feature-deleted preData: the flag as it was, with when it was archived."""
+    shown = camel(event)
+    return {
+        "name": event.name,
+        "type": event.feature_type,
+        "stale": event.stale,
+        "project": event.project,
+        "archived": True,
+        "createdAt": shown["createdAt"],
+        "lastSeenAt": None,
+        "description": event.description,
+        "impressionData": event.impression_data,
+        "archivedAt": shown["archivedAt"],
+    }
+
+
 def _cloned(event: FeatureCloned) -> dict[str, Any]:
     copied = camel(event)
     return _feature(event) | {
@@ -297,6 +319,7 @@ def data(event: DomainEvent) -> Any:  # noqa: C901, PLR0911, PLR0912 - a shape p
         case (
             FeatureArchived()
             | FeatureRevived()
+            | FeatureDeleted()
             | FeatureStaleSet()
             | FeatureEnvironmentEnabled()
             | FeatureEnvironmentDisabled()
@@ -345,6 +368,12 @@ def data(event: DomainEvent) -> Any:  # noqa: C901, PLR0911, PLR0912 - a shape p
             }
         case UsersImported():
             return camel(event)
+        case TagCreated(tag_type=tag_type, value=value):
+            return {"type": tag_type, "value": value}
+        case FeatureTypeLifetimeChanged(feature_type_id=type_id, lifetime_days=days):
+            return {"id": type_id, "lifetimeDays": days}
+        case FeatureUpdated():
+            return flag_fields(event)
     # Ours, with no Unleash counterpart: the stored data, camelCase, secrets left out.
     return camel(event)
 
@@ -356,6 +385,8 @@ def pre_data(event: DomainEvent, before: Any) -> Any:  # noqa: PLR0911 - one per
             return {"type": tag_type, "value": value}
         case UsersDeleted(users=users):
             return {"users": [_account(u) for u in users]}
+        case FeatureDeleted():
+            return _deleted_feature(event)
     match before:
         case None:
             return None
@@ -392,6 +423,7 @@ def environment(event: DomainEvent, before: Any) -> str | None:
             | ProjectEnvironmentDisabled(environment=name)
             | ApiTokenCreated(environment=name)
             | EnvironmentCreated(name=name)
+            | StrategiesReordered(environment=name)
         ):
             return name
         case ApiTokenDeleted() if isinstance(before, ApiTokenCreated):

@@ -16,10 +16,10 @@ from eventlog import connections
 from service import auth, errors
 from service.appkeys import CLIENT_FEED, LIFECYCLE, POOL, RESOLVER, WORK
 from service.client import model as m
-from service.client.responses import Feature, Features
+from service.client.responses import Delta, Feature, Features
 from service.http.answers import json_response
 from service.http.requests import etag_matches, principal, query_param, query_values, takes_gzip
-from service.http.routes import Content, Param, Route
+from service.http.routes import EventStream, Param, Route
 
 if TYPE_CHECKING:
     from service.client.feed import Feed
@@ -215,8 +215,9 @@ ROUTES = [
         auth.CLIENT,
         query=_FILTERS,
         ok={
-            200: Content(
-                ("text/event-stream",),
+            200: EventStream(
+                ("unleash-connected", "unleash-updated"),
+                Delta,
                 "Server-sent events: unleash-connected, then unleash-updated",
             )
         },

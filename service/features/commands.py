@@ -27,12 +27,16 @@ class CreateFeature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     type: FeatureType = "release"
     description: Description | None = None
     impression_data: bool = False
+    tags: Annotated[list[TagBody], msgspec.Meta(max_length=100)] = []
 
 
 FeatureNames = Annotated[list[str], msgspec.Meta(min_length=1, max_length=1000)]
 
 
-class ReviveFeatures(msgspec.Struct, frozen=True, kw_only=True):
+class BatchFeatures(msgspec.Struct, frozen=True, kw_only=True):
+    """Unleash's batchFeaturesSchema: the flags a project's archive, revive, delete or archive
+    check is about (each name once counts; repeats are ignored)."""
+
     example: ClassVar[dict[str, object]] = {"features": ["old-checkout"]}
     features: FeatureNames
 
@@ -74,6 +78,11 @@ SegmentId = Annotated[int, msgspec.Meta(ge=1, le=2_147_483_647)]
 
 
 class Constraint(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    example: ClassVar[dict[str, object]] = {
+        "contextName": "appVersion",
+        "operator": "SEMVER_GT",
+        "value": "2.1.0",
+    }
     context_name: Short
     operator: Operator
     case_insensitive: bool = False
@@ -176,6 +185,15 @@ class CloneFeature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     replace_group_id: bool = True
 
 
+class SegmentName(msgspec.Struct, frozen=True, kw_only=True):
+    """POST /api/admin/segments/validate: a name to check before a segment takes it (Unleash's
+    nameSchema), under the rule a segment's name follows."""
+
+    example: ClassVar[dict[str, object]] = {"name": "beta-users"}
+
+    name: Short
+
+
 class SegmentBody(msgspec.Struct, frozen=True, kw_only=True):
     """POST and PUT of a segment: PUT replaces the whole segment."""
 
@@ -188,3 +206,52 @@ class SegmentBody(msgspec.Struct, frozen=True, kw_only=True):
     name: Short
     description: Annotated[str, msgspec.Meta(max_length=1000)] | None = None
     constraints: Annotated[list[Constraint], msgspec.Meta(max_length=100)]
+
+
+# --- the flag's page (issue 42) ---------------------------------------------------------------
+
+
+class ValidateFeatureName(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """Unleash's validateFeatureSchema: is this name free and valid? (`projectId` is read by
+    Unleash Enterprise for a project's naming pattern, which the open-source edition has not.)"""
+
+    example: ClassVar[dict[str, object]] = {"name": "new-checkout", "projectId": "default"}
+    name: Annotated[str, msgspec.Meta(max_length=1000)]
+    project_id: Short | None = None
+
+
+class StrategySortOrder(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    id: Short
+    sort_order: SortOrder
+
+
+SortOrders = Annotated[
+    list[StrategySortOrder],
+    msgspec.Meta(
+        max_length=1000,
+        description="Strategies of the flag in the environment and their new sort orders",
+        examples=[[{"id": "9c40958a-daac-400e-98fb-3bb438567008", "sortOrder": 1}]],
+    ),
+]
+
+
+class VariantsBatch(msgspec.Struct, frozen=True, kw_only=True):
+    """Unleash's pushVariantsSchema: the same variants for several environments."""
+
+    example: ClassVar[dict[str, object]] = {
+        "variants": [{"name": "blue", "weight": 1000, "weightType": "variable"}],
+        "environments": ["development", "production"],
+    }
+    variants: Variants
+    environments: Annotated[list[Short], msgspec.Meta(max_length=100)]
+
+
+class UpdateTags(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """Unleash's updateTagsSchema: tags to put on the flag and tags to take off it."""
+
+    example: ClassVar[dict[str, object]] = {
+        "addedTags": [{"type": "simple", "value": "team-checkout"}],
+        "removedTags": [{"type": "simple", "value": "team-cart"}],
+    }
+    added_tags: Annotated[list[TagBody], msgspec.Meta(max_length=100)]
+    removed_tags: Annotated[list[TagBody], msgspec.Meta(max_length=100)]

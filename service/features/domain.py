@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from datetime import datetime
-from typing import TYPE_CHECKING, TypeVar, get_args
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar, get_args
 
 import msgspec
 
@@ -25,28 +25,33 @@ from eventlog.events.features import (
     FeatureArchived,
     FeatureCloned,
     FeatureCreated,
+    FeatureDeleted,
     FeatureEnvironmentDisabled,
     FeatureEnvironmentEnabled,
     FeatureRevived,
     FeatureStaleSet,
     FeatureTagged,
     FeatureUntagged,
+    FeatureUpdated,
     SegmentCreated,
     SegmentDeleted,
     SegmentUpdated,
+    StrategiesReordered,
     StrategyAdded,
     StrategyData,
     StrategyRemoved,
+    StrategySortOrder,
     StrategyUpdated,
     StrategyVariant,
     Variant,
 )
+from service import names
 from service.errors import Conflict, InvalidOperation, NameExists, NotFound, ValidationError
-from service.features import commands
+from service.features import commands, patches
 from service.names import validate_name
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Collection, Mapping, Sequence
 
     from service.features.commands import (
         CloneFeature,
@@ -62,6 +67,14 @@ E = TypeVar("E")
 
 FLAG_EXISTS = "A flag with that name already exists"
 ARCHIVED_FLAG_EXISTS = "An archived flag with that name already exists"
+# What archiving, reviving and deleting append to a flag's stream.
+FlagEvent = (
+    DependencyRemoved
+    | FeatureArchived
+    | FeatureRevived
+    | FeatureEnvironmentDisabled
+    | FeatureDeleted
+)
 
 
 def stream(name: str) -> tuple[str, str]:
@@ -113,34 +126,201 @@ def create_feature(
     )
 
 
+# --- the archive: archive, revive, delete (docs/behavior.md, "The archive") ---------------
+
+
+class ArchiveFlag(msgspec.Struct, frozen=True, kw_only=True):
+    """A flag as the archive's rules see it, read with its row locked: its record (what a
+    deletion keeps for the audit trail) and the environments it is switched on in."""
+
+    name: str
+    project: str
+    feature_type: str
+    description: str | None
+    stale: bool
+    impression_data: bool
+    created_at: datetime
+    archived_at: datetime | None
+    enabled_in: list[str] = []
+
+
+class Link(NamedTuple):
+    """A dependency: `child` depends on `parent`."""
+
+    child: str
+    parent: str
+
+
+NAMED_AT_MOST = 10  # flags a refusal names; the count of the others follows
+
+
+def _named(names: Sequence[str]) -> str:
+    shown = ", ".join(names[:NAMED_AT_MOST])
+    more = len(names) - NAMED_AT_MOST
+    return f"{shown} and {more} more" if more > 0 else shown
+
+
+def _listed(names: Sequence[str]) -> list[str]:
+    """Each name once, in the order given."""
+    return list(dict.fromkeys(names))
+
+
+def parents_with_children(names: Sequence[str], links: Sequence[Link]) -> list[str]:
+    """The flags among `names` that other flags, not among them, depend on (Unleash's orphan
+    parents), in name order."""
+    listed = set(names)
+    return sorted(
+        {link.parent for link in links if link.parent in listed and link.child not in listed}
+    )
+
+
+def _no_children_left(verb: str, names: Sequence[str], links: Sequence[Link]) -> None:
+    parents = parents_with_children(names, links)
+    if parents:
+        listed = set(names)
+        children = sorted(
+            {link.child for link in links if link.parent in parents and link.child not in listed}
+        )
+        them = "it" if len(parents) == 1 else "them"
+        raise InvalidOperation(
+            f"You can not {verb} {_named(parents)} since other flags depend on {them}:"
+            f" {_named(children)}"
+        )
+
+
+def _archived(name: str, project_id: str, links: Sequence[Link], now: datetime) -> list[FlagEvent]:
+    """A flag's events of an archive: its own dependencies go first (as in Unleash, an
+    archived flag depends on nothing), then the archive."""
+    events: list[FlagEvent] = [
+        DependencyRemoved(name=name, project=project_id, parent=parent)
+        for parent in sorted({link.parent for link in links if link.child == name})
+    ]
+    events.append(FeatureArchived(name=name, project=project_id, archived_at=now))
+    return events
+
+
 def archive_feature(
-    name: str, project_id: str, *, archived: bool | None, now: datetime
-) -> FeatureArchived:
-    """archived: None when no such flag is in the project."""
-    if archived is None or archived:
+    name: str,
+    project_id: str,
+    flag: ArchiveFlag | None,
+    *,
+    links: Sequence[Link],
+    now: datetime,
+) -> list[FlagEvent]:
+    """flag: the project's flag of that name, None when it has none."""
+    if flag is None or flag.archived_at is not None:
         raise NotFound(f"Could not find an active flag named {name} in project {project_id}")
-    return FeatureArchived(name=name, project=project_id, archived_at=now)
+    _no_children_left("archive", [name], links)
+    return _archived(name, project_id, links, now)
+
+
+def archive_features(
+    names: Sequence[str],
+    project_id: str,
+    *,
+    flags: Mapping[str, ArchiveFlag],
+    links: Sequence[Link],
+    now: datetime,
+) -> list[FlagEvent]:
+    """All or nothing: every name must be an active flag of this project (unlike Unleash, which
+    skips the others), and no flag outside the list may depend on one in it."""
+    unique = _listed(names)
+    missing = [n for n in unique if n not in flags or flags[n].archived_at is not None]
+    if missing:
+        raise NotFound(f"No active flag named {_named(missing)} in project {project_id}")
+    _no_children_left("archive", unique, links)
+    return [event for n in unique for event in _archived(n, project_id, links, now)]
+
+
+def _revived(flag: ArchiveFlag, now: datetime) -> list[FlagEvent]:
+    """Revived as in Unleash: at lifecycle `initial`, and switched off wherever it was on."""
+    events: list[FlagEvent] = [
+        FeatureRevived(
+            name=flag.name, project=flag.project, revived_at=now, lifecycle_stage="initial"
+        )
+    ]
+    events += [
+        FeatureEnvironmentDisabled(name=flag.name, project=flag.project, environment=environment)
+        for environment in sorted(flag.enabled_in)
+    ]
+    return events
 
 
 def revive_features(
-    names: list[str],
+    names: Sequence[str],
     project_id: str,
     *,
     project_active: bool,
-    archived_here: set[str],
+    flags: Mapping[str, ArchiveFlag],
     now: datetime,
-) -> list[FeatureRevived]:
-    """All or nothing: every name must be an archived flag of this project."""
+) -> list[FlagEvent]:
+    """All or nothing: every name must be an archived flag of this project. flags: the
+    project's flags among names."""
     if not project_active:
         raise project_missing(project_id)
-    unique = list(dict.fromkeys(names))
-    missing = [n for n in unique if n not in archived_here]
+    unique = _listed(names)
+    missing = [n for n in unique if n not in flags or flags[n].archived_at is None]
     if missing:
-        raise NotFound(f"No archived flag named {', '.join(missing[:10])} in project {project_id}")
-    return [
-        FeatureRevived(name=n, project=project_id, revived_at=now, lifecycle_stage="initial")
-        for n in unique
-    ]
+        raise NotFound(f"No archived flag named {_named(missing)} in project {project_id}")
+    return [event for n in unique for event in _revived(flags[n], now)]
+
+
+def revive_feature(
+    name: str, flag: ArchiveFlag | None, *, project_active: bool, now: datetime
+) -> list[FlagEvent]:
+    """The archive's own revive, by name alone: into the flag's project, which must be active.
+    flag: the flag of that name, None when there is none."""
+    if flag is None or flag.archived_at is None:
+        raise NotFound(f"No archived flag named {name}")
+    if not project_active:
+        raise project_missing(flag.project)
+    return _revived(flag, now)
+
+
+def _deleted(flag: ArchiveFlag, now: datetime) -> FeatureDeleted:
+    assert flag.archived_at is not None  # only archived flags are deleted
+    return FeatureDeleted(
+        name=flag.name,
+        project=flag.project,
+        feature_type=flag.feature_type,
+        description=flag.description,
+        stale=flag.stale,
+        impression_data=flag.impression_data,
+        created_at=flag.created_at,
+        archived_at=flag.archived_at,
+        deleted_at=now,
+    )
+
+
+def delete_feature(
+    name: str, flag: ArchiveFlag | None, *, links: Sequence[Link], now: datetime
+) -> FeatureDeleted:
+    """Only an archived flag is deleted (unlike Unleash, which answers 200 for an active one,
+    deletes nothing and still records a deletion). flag: the flag of that name, or None."""
+    if flag is None:
+        raise NotFound(f"No archived flag named {name}")
+    if flag.archived_at is None:
+        raise NotFound(f"Flag {name} is not archived: archive it before deleting it")
+    _no_children_left("delete", [name], links)
+    return _deleted(flag, now)
+
+
+def delete_features(
+    names: Sequence[str],
+    project_id: str,
+    *,
+    flags: Mapping[str, ArchiveFlag],
+    links: Sequence[Link],
+    now: datetime,
+) -> list[FeatureDeleted]:
+    """All or nothing: every name must be an archived flag of this project (unlike Unleash,
+    which skips the others), and no flag outside the list may depend on one in it."""
+    unique = _listed(names)
+    missing = [n for n in unique if n not in flags or flags[n].archived_at is None]
+    if missing:
+        raise NotFound(f"No archived flag named {_named(missing)} in project {project_id}")
+    _no_children_left("delete", unique, links)
+    return [_deleted(flags[n], now) for n in unique]
 
 
 def mark_stale(
@@ -193,6 +373,16 @@ def check_target(target: Target, state: EnvironmentState | None) -> None:
 def _check_segments(missing: Sequence[int]) -> None:
     if missing:
         raise ValidationError(f"Segment {missing[0]} does not exist - at `$.segments`")
+
+
+def check_strategy_type(
+    target: Target, state: EnvironmentState | None, name: str, *, known: bool
+) -> None:
+    """A strategy names a strategy type that exists (built in or custom; a deprecated one
+    too), as in Unleash; checked after the flag and environment are found."""
+    check_target(target, state)
+    if not known:
+        raise ValidationError(f"Could not find strategy type with name {name} - at `$.name`")
 
 
 def strategy_not_found(strategy_id: object) -> NotFound:
@@ -345,11 +535,17 @@ def _is_number(value: str) -> bool:
 
 def check_constraints(constraints: Sequence[commands.Constraint]) -> None:
     for i, c in enumerate(constraints):
-        path = f"$.constraints[{i}]"
-        if c.operator in _SINGLE_VALUE:
-            _check_single_value(c.operator, c.value, f"{path}.value")
-        elif not c.values:
-            raise ValidationError(f"{c.operator} needs a non-empty `values` list - at `{path}`")
+        check_constraint(c, f"$.constraints[{i}]")
+
+
+def check_constraint(c: commands.Constraint, path: str = "$") -> None:
+    """One constraint's values fit its operator: a number, a date or a semantic version as
+    `value` for the NUM_, DATE_ and SEMVER_ operators, a non-empty `values` list for the others
+    (what `POST /api/admin/constraints/validate` checks, and every strategy and segment)."""
+    if c.operator in _SINGLE_VALUE:
+        _check_single_value(c.operator, c.value, f"{path}.value")
+    elif not c.values:
+        raise ValidationError(f"{c.operator} needs a non-empty `values` list - at `{path}`")
 
 
 def _check_single_value(operator: str, value: str | None, path: str) -> None:
@@ -386,17 +582,10 @@ def strategy_data(body: StrategyBody, strategy_id: str, default_sort_order: int)
 
 # --- tags ---------------------------------------------------------------------------------------
 
-TAG_TYPES = frozenset({"simple"})  # built in, as in Unleash
-TAG_VALUE_LENGTH = (2, 50)
-
 
 def tag_value(body_value: str) -> str:
-    """Tag values are trimmed and 2..50 characters long."""
-    value = body_value.strip()
-    low, high = TAG_VALUE_LENGTH
-    if not low <= len(value) <= high:
-        raise ValidationError(f"Tag value must be {low} to {high} characters - at `$.value`")
-    return value
+    """Tag values are trimmed and 2..50 characters long (service/names.py)."""
+    return names.tag_value(body_value)
 
 
 def _active_flag_project(name: str, project: str | None) -> str:
@@ -406,12 +595,19 @@ def _active_flag_project(name: str, project: str | None) -> str:
     return project
 
 
-def add_tag(
-    name: str, body: TagBody, *, project: str | None, has_tag: bool, now: datetime
+def add_tag(  # noqa: PLR0913 - the facts the rules need
+    name: str,
+    body: TagBody,
+    *,
+    type_exists: bool,
+    project: str | None,
+    has_tag: bool,
+    now: datetime,
 ) -> FeatureTagged:
-    """`project`: the flag's, None when no active flag has that name."""
+    """`project`: the flag's, None when no active flag has that name; `type_exists`: whether
+    the tag type exists (as in Unleash, a tag of an unknown type is a 400)."""
     value = tag_value(body.value)
-    if body.type not in TAG_TYPES:
+    if not type_exists:
         raise ValidationError(f"Tag type {body.type} does not exist - at `$.type`")
     project = _active_flag_project(name, project)
     if has_tag:
@@ -588,8 +784,14 @@ def clone_strategy(
 
 
 def _segment_name_free(body: SegmentBody, *, name_taken: bool) -> None:
-    if name_taken:
-        raise NameExists(f"A segment named {body.name} already exists")
+    segment_name_free(body.name, taken=name_taken)
+
+
+def segment_name_free(name: str, *, taken: bool) -> None:
+    """A segment may take the name (its form is the body's to check): else 409, as a create of
+    it would answer."""
+    if taken:
+        raise NameExists(f"A segment named {name} already exists")
 
 
 def segment_missing(segment_id: object) -> NotFound:
@@ -634,3 +836,274 @@ def delete_segment(segment_id: int, *, name: str | None, used_by: int) -> Segmen
             f"Segment {segment_id} is used by {used_by} strategy(ies); remove it there first"
         )
     return SegmentDeleted(segment_id=segment_id, name=name)
+
+
+# --- the flag's page (issue 42) ---------------------------------------------------------------
+
+
+def validate_feature_name(name: str, *, holder_archived: bool | None) -> None:
+    """`POST /api/admin/features/validate`: the name follows the rule and no flag has it."""
+    validate_name(name)
+    _name_free(holder_archived=holder_archived)
+
+
+def initial_tags(tags: Sequence[TagBody], known_types: Collection[str]) -> list[tuple[str, str]]:
+    """The tags a new flag is created with, checked as adding each would check it: (type,
+    value) pairs, values trimmed, each once. known_types: the tag types that exist. Unlike
+    Unleash, whose create fails with a 500 (after creating the flag) when a tag is not yet one
+    of its tags: here a tag needs only its type."""
+    found: dict[tuple[str, str], None] = {}
+    for i, tag in enumerate(tags):
+        found[_checked_tag(tag, f"$.tags[{i}]", known_types)] = None
+    return list(found)
+
+
+def tag_new_feature(event: FeatureCreated, tags: Sequence[tuple[str, str]]) -> list[FeatureTagged]:
+    return [
+        FeatureTagged(
+            name=event.name,
+            tag_type=tag_type,
+            value=value,
+            tagged_at=event.created_at,
+            project=event.project,
+        )
+        for tag_type, value in tags
+    ]
+
+
+def _checked_tag(tag: TagBody, path: str, known_types: Collection[str]) -> tuple[str, str]:
+    """As add_tag checks one: the value trimmed, 2..50 characters, of a type that exists."""
+    value = names.tag_value(tag.value, f"{path}.value")
+    if tag.type not in known_types:
+        raise ValidationError(f"Tag type {tag.type} does not exist - at `{path}.type`")
+    return (tag.type, value)
+
+
+def update_tags(  # noqa: PLR0913 - the facts the rules need
+    name: str,
+    added: Sequence[TagBody],
+    removed: Sequence[TagBody],
+    *,
+    known_types: Collection[str],
+    project: str | None,
+    current: set[tuple[str, str]],
+    now: datetime,
+) -> list[FeatureTagged | FeatureUntagged]:
+    """`PUT /api/admin/features/:name/tags`: the flag gets the added tags it lacks and loses
+    the removed ones it has; the others are no change. A tag both added and removed is a 400
+    (Unleash removes it then, silently)."""
+    adding = list(
+        dict.fromkeys(
+            _checked_tag(t, f"$.addedTags[{i}]", known_types) for i, t in enumerate(added)
+        )
+    )
+    removing = list(dict.fromkeys((t.type, t.value.strip()) for t in removed))
+    both = [t for t in adding if t in removing]
+    if both:
+        raise ValidationError(
+            f"The tag {both[0][0]}:{both[0][1]} is both added and removed - at `$.removedTags`"
+        )
+    project = _active_flag_project(name, project)
+    return [
+        *(
+            FeatureUntagged(name=name, tag_type=kind, value=value, project=project)
+            for kind, value in removing
+            if (kind, value) in current
+        ),
+        *(
+            FeatureTagged(name=name, tag_type=kind, value=value, tagged_at=now, project=project)
+            for kind, value in adding
+            if (kind, value) not in current
+        ),
+    ]
+
+
+class FlagFields(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """What a PATCH of a flag may change; a member the patch removes takes its default here,
+    as in Unleash (its schema's defaults fill it in)."""
+
+    description: commands.Description | None = None
+    type: commands.FeatureType = "release"
+    stale: bool = False
+    impression_data: bool = False
+
+
+PATCHABLE: Final = ("description", "type", "stale", "impressionData")
+
+
+def _member(pointer: str, where: str) -> str | None:
+    """The top-level member a JSON pointer names (None: the whole document)."""
+    found = patches.tokens(pointer, where)
+    return found[0] if found else None
+
+
+def _check_flag_patch(operations: Sequence[patches.Operation]) -> None:
+    """Each operation may change (or move from) only a member of PATCHABLE; `test` and the
+    source of `copy` may read any member of the flag's document."""
+    for i, operation in enumerate(operations):
+        if operation.op == "test":
+            continue
+        written = [(operation.path, f"$[{i}].path")]
+        if operation.op == "move" and isinstance(operation.source, str):
+            written.append((operation.source, f"$[{i}].from"))
+        for pointer, where in written:
+            member = _member(pointer, where)
+            if member in PATCHABLE:
+                continue
+            if member == "variants":
+                raise ValidationError(
+                    "Variants are changed per environment: PATCH or PUT .../environments/"
+                    f":environment/variants - at `{where}`"
+                )
+            raise ValidationError(
+                f"`{pointer}` cannot be changed: a flag's PATCH changes "
+                f"{', '.join('/' + m for m in PATCHABLE)} - at `{where}`"
+            )
+
+
+def patch_feature(
+    name: str,
+    project_id: str,
+    operations: Sequence[patches.Operation],
+    state: FlagFields | None,
+) -> list[FeatureUpdated | FeatureStaleSet]:
+    """`PATCH /api/admin/projects/:projectId/features/:name` (JSON Patch over the flag's
+    name, project, description, type, stale, impressionData and archived). A change of the
+    description, type or impression data records one FeatureUpdated with all three; a change
+    of staleness a FeatureStaleSet, as the stale route does; no change records nothing.
+    state: the active flag's fields, None when the project has no such active flag."""
+    _check_flag_patch(operations)
+    if state is None:
+        raise NotFound(f"There is no active flag named {name} in project {project_id}")
+    document = {"name": name, "project": project_id, "archived": False}
+    document |= msgspec.to_builtins(state)
+    patched = patches.apply(document, operations)
+    try:
+        new = msgspec.convert({m: patched[m] for m in PATCHABLE if m in patched}, FlagFields)
+    except msgspec.ValidationError as exc:
+        raise ValidationError(f"The patched flag is not valid: {exc}") from None
+    description = new.description or None  # as in create: an empty description is null
+    events: list[FeatureUpdated | FeatureStaleSet] = []
+    if (new.type, description, new.impression_data) != (
+        state.type,
+        state.description,
+        state.impression_data,
+    ):
+        events.append(
+            FeatureUpdated(
+                name=name,
+                project=project_id,
+                feature_type=new.type,
+                description=description,
+                impression_data=new.impression_data,
+            )
+        )
+    if new.stale != state.stale:
+        events.append(FeatureStaleSet(name=name, project=project_id, stale=new.stale))
+    return events
+
+
+def reorder_strategies(
+    target: Target,
+    orders: Sequence[commands.StrategySortOrder],
+    state: EnvironmentState | None,
+    *,
+    current: dict[str, int],
+) -> StrategiesReordered | None:
+    """`POST .../strategies/set-sort-order`: each listed strategy (of this flag, here) gets its
+    sort order; the others keep theirs. current: the flag's strategies there -> sort order.
+    None when nothing changes. Unlike Unleash, which sets the sort order of any strategy the
+    body names, of any flag."""
+    check_target(target, state)
+    seen: set[str] = set()
+    for i, order in enumerate(orders):
+        if order.id in seen:
+            raise ValidationError(f"Strategy {order.id} is listed twice - at `$[{i}].id`")
+        seen.add(order.id)
+        if order.id not in current:
+            raise strategy_not_found(order.id)
+    changed = [
+        StrategySortOrder(strategy_id=o.id, sort_order=o.sort_order)
+        for o in orders
+        if current[o.id] != o.sort_order
+    ]
+    if not changed:
+        return None
+    return StrategiesReordered(
+        name=target.feature,
+        project=target.project,
+        environment=target.environment,
+        sort_orders=changed,
+    )
+
+
+_FIXED_IN_STRATEGY: Final = ("id", "featureName")
+
+
+def patched_strategy(
+    current: dict[str, Any], operations: Sequence[patches.Operation]
+) -> commands.StrategyBody:
+    """`PATCH .../strategies/:id`: the strategy as the API shows it (`current`), patched, read
+    as the body of a PUT (its rules follow). Its id and flag cannot be changed."""
+    for i, operation in enumerate(operations):
+        if operation.op != "test" and _member(operation.path, f"$[{i}].path") in (
+            *_FIXED_IN_STRATEGY,
+            None,
+        ):
+            raise ValidationError(
+                f"`{operation.path}` cannot be changed: a strategy's id and flag stay"
+                f" - at `$[{i}].path`"
+            )
+    patched = patches.apply(current, operations)
+    try:
+        return msgspec.convert(patched, commands.StrategyBody)
+    except msgspec.ValidationError as exc:
+        raise ValidationError(f"The patched strategy is not valid: {exc}") from None
+
+
+def patched_variants(
+    current: list[Any], operations: Sequence[patches.Operation]
+) -> list[commands.Variant]:
+    """`PATCH .../environments/:environment/variants`: the environment's variants as the API
+    shows them (`current`), patched, read as the body of a PUT (whose rules follow)."""
+    patched = patches.apply(current, operations)
+    try:
+        return msgspec.convert(patched, commands.Variants)
+    except msgspec.ValidationError as exc:
+        raise ValidationError(f"The patched variants are not valid: {exc}") from None
+
+
+def set_variants_batch(
+    feature: str,
+    project: str,
+    body: commands.VariantsBatch,
+    states: dict[str, EnvironmentState | None],
+) -> list[EnvironmentVariantsSet]:
+    """`PUT .../features/:name/variants-batch`: the same variants in each listed environment.
+    states: per listed environment, as set_environment_variants takes it."""
+    if not body.environments:
+        raise ValidationError("No environments provided - at `$.environments`")
+    return [
+        set_environment_variants(Target(feature, project, environment), body.variants, state)
+        for environment, state in states.items()
+    ]
+
+
+def switch_on(
+    target: Target, state: EnvironmentState | None, *, disabled: Sequence[StrategyData]
+) -> list[StrategyUpdated | FeatureEnvironmentEnabled]:
+    """Switch the flag on in the environment, first enabling the strategies `disabled` lists
+    there (Unleash's shouldActivateDisabledStrategies; empty: none). Nothing to do: no event."""
+    switched = switch_environment(target, state, on=True)
+    events: list[StrategyUpdated | FeatureEnvironmentEnabled] = [
+        StrategyUpdated(
+            name=target.feature,
+            project=target.project,
+            environment=target.environment,
+            strategy=msgspec.structs.replace(strategy, disabled=False),
+        )
+        for strategy in disabled
+    ]
+    if isinstance(switched, FeatureEnvironmentEnabled):
+        events.append(switched)
+    return events

@@ -10,8 +10,11 @@ import msgspec
 
 import eventlog
 from eventlog.events.features import ClonedDependency, ClonedTag, StrategyData, Variant
+from projections.feature_types import potentially_stale
 from projections.shapes import ConstraintColumn, StrategyVariantColumn, VariantColumn
 from service.features import domain
+from service.http.past import CLOCK
+from service.strategies.builtins import NAMES as BUILT_IN_STRATEGY_TYPES
 
 if TYPE_CHECKING:
     import uuid
@@ -20,10 +23,14 @@ if TYPE_CHECKING:
 
     from eventlog.connections import Conn
 
+# --- potentially stale ---------------------------------------------------------------------------
+
+
 # --- rows of responses --------------------------------------------------------------------------
 
 _FEATURE = """
 SELECT f.name, f.project, f.type, f.description, f.impression_data, f.stale, f.created_at,
+       POTENTIALLY_STALE AS potentially_stale,
        f.archived_at, f.lifecycle_stage, f.lifecycle_entered_at,
        array(SELECT t.type FROM feature_tags t WHERE t.feature_name = f.name
              ORDER BY t.type, t.value) AS tag_types,
@@ -40,7 +47,7 @@ SELECT f.name, f.project, f.type, f.description, f.impression_data, f.stale, f.c
        (SELECT max(l.last_seen_at) FROM telemetry.feature_last_seen l
         WHERE l.feature_name = f.name AND l.last_seen_at >= f.created_at) AS last_seen_at
 FROM features f
-"""
+""".replace("POTENTIALLY_STALE", potentially_stale("f", CLOCK))
 FEATURE_IN_PROJECT = _FEATURE + "WHERE f.name = $1 AND f.project = $2"
 ACTIVE_FEATURES_IN_PROJECT = (
     _FEATURE + "WHERE f.project = $1 AND f.archived_at IS NULL ORDER BY f.name"
@@ -75,11 +82,47 @@ WHERE s.feature_name = $1 AND s.environment = $2
 ORDER BY s.sort_order, s.created_at, s.id
 """  # noqa: S608 - constants
 STRATEGY = f"SELECT {_STRATEGY_COLUMNS} FROM feature_strategies s WHERE s.id = $1"  # noqa: S608
+STRATEGY_IN = f"""
+SELECT {_STRATEGY_COLUMNS} FROM feature_strategies s
+WHERE s.id = $1 AND s.feature_name = $2 AND s.environment = $3
+"""  # noqa: S608 - constants
+SORT_ORDERS_IN = """
+SELECT id::text AS id, sort_order FROM feature_strategies
+WHERE feature_name = $1 AND environment = $2
+"""
+# The disabled strategies of a flag in one environment, as StrategyData (switching it on with
+# shouldActivateDisabledStrategies enables them).
+DISABLED_STRATEGIES_IN = """
+SELECT coalesce(json_agg(json_build_object(
+           'environment', s.environment, 'id', s.id, 'name', s.name, 'title', s.title,
+           'disabled', s.disabled, 'sort_order', s.sort_order,
+           'constraints', s.constraints, 'parameters', s.parameters,
+           'variants', s.variants, 'segments', s.segments)
+           ORDER BY s.sort_order, s.created_at, s.id), '[]')
+FROM feature_strategies s WHERE s.feature_name = $1 AND s.environment = $2 AND s.disabled
+"""
+# The segments a strategy uses (GET /api/admin/segments/strategies/:id), by id.
+SEGMENTS_OF_STRATEGY = (
+    "SELECT id, name, description, constraints::text AS constraints, created_at FROM segments"
+    " WHERE id = ANY((SELECT segments FROM feature_strategies WHERE id = $1)::integer[])"
+    " ORDER BY id"
+)
 TAGS = "SELECT type, value FROM feature_tags WHERE feature_name = $1 ORDER BY type, value"
 FLAG_EXISTS = "SELECT EXISTS (SELECT 1 FROM features WHERE name = $1)"
 VARIANTS = """
 SELECT coalesce((SELECT variants FROM feature_environments
                  WHERE feature_name = $1 AND environment = $2), '[]'::jsonb)::text
+"""
+# Who created and changed each flag (projections/collaborators.py), latest first, with the
+# name Unleash shows: a token's or the system's as recorded, an account's from the account
+# (name, username or e-mail), `unknown` for an account that is gone.
+COLLABORATORS_OF = """
+SELECT c.feature_name, c.user_id, c.created,
+       coalesce(c.actor_name, u.name, u.username, u.email, 'unknown') AS name, u.email, u.username
+FROM feature_collaborators c
+LEFT JOIN users u ON c.user_id >= 0 AND u.id = c.user_id
+WHERE c.feature_name = ANY($1::text[])
+ORDER BY c.feature_name, c.last_version DESC, c.user_id
 """
 PROJECT_ACTIVE = "SELECT EXISTS (SELECT 1 FROM projects WHERE id = $1 AND archived_at IS NULL)"
 SEGMENT = "SELECT id, name, description, constraints::text AS constraints, created_at FROM segments"
@@ -87,10 +130,17 @@ SEGMENT_BY_ID = SEGMENT + " WHERE id = $1"
 ALL_SEGMENTS = SEGMENT + " ORDER BY id"
 
 
-async def features(
-    conn: Conn, rows: list[asyncpg.Record]
-) -> list[tuple[asyncpg.Record, list[asyncpg.Record], list[asyncpg.Record]]]:
-    """Each `features` row with its environment rows and strategy rows."""
+class FeatureRows(NamedTuple):
+    """A `features` row and the rows of its parts, as Feature.from_rows takes them."""
+
+    row: asyncpg.Record
+    environments: list[asyncpg.Record]
+    strategies: list[asyncpg.Record]
+    collaborators: list[asyncpg.Record]
+
+
+async def features(conn: Conn, rows: list[asyncpg.Record]) -> list[FeatureRows]:
+    """Each `features` row with its environment, strategy and collaborator rows."""
     names = [row["name"] for row in rows]
     environments: dict[str, list[asyncpg.Record]] = {name: [] for name in names}
     strategies: dict[str, list[asyncpg.Record]] = {name: [] for name in names}
@@ -99,12 +149,23 @@ async def features(
             environments[env["feature"]].append(env)
         for strategy in await conn.fetch(STRATEGIES_OF, names):
             strategies[strategy["feature_name"]].append(strategy)
-    return [(row, environments[row["name"]], strategies[row["name"]]) for row in rows]
+    found = await collaborators(conn, names)
+    return [
+        FeatureRows(row, environments[row["name"]], strategies[row["name"]], found[row["name"]])
+        for row in rows
+    ]
 
 
-async def feature_in_project(
-    conn: Conn, name: str, project_id: str
-) -> tuple[asyncpg.Record, list[asyncpg.Record], list[asyncpg.Record]] | None:
+async def collaborators(conn: Conn, names: list[str]) -> dict[str, list[asyncpg.Record]]:
+    """The collaborator rows of each of these flags, latest first."""
+    found: dict[str, list[asyncpg.Record]] = {name: [] for name in names}
+    if names:
+        for row in await conn.fetch(COLLABORATORS_OF, names):
+            found[row["feature_name"]].append(row)
+    return found
+
+
+async def feature_in_project(conn: Conn, name: str, project_id: str) -> FeatureRows | None:
     row = await conn.fetchrow(FEATURE_IN_PROJECT, name, project_id)
     return None if row is None else (await features(conn, [row]))[0]
 
@@ -128,17 +189,60 @@ SELECT (SELECT f.archived_at IS NOT NULL FROM features f WHERE f.name = $2) AS h
 FROM (ENVIRONMENTS_OF_PROJECT) e
 """.replace("ENVIRONMENTS_OF_PROJECT", _PROJECT_ENVIRONMENTS.replace("$P", "$1"))
 LOCK_PROJECT_SHARED = "SELECT archived_at IS NULL FROM projects WHERE id = $1 FOR SHARE"
-# Row locks: concurrent archives or revives of one flag queue, and the later ones see the
-# state the first one left (READ COMMITTED re-reads a row it waited for).
-LOCK_ARCHIVED_STATE = """
-SELECT archived_at IS NOT NULL FROM features WHERE name = $1 AND project = $2 FOR UPDATE
+# The archive's row locks (in name order): concurrent archives, revives and deletions of one
+# flag queue, and the later ones see the state the first one left (READ COMMITTED re-reads a
+# row it waited for). The flags' environments and dependencies are read after the locks.
+_ARCHIVE_FLAG = """
+SELECT name, project, type, description, stale, impression_data, created_at, archived_at
+FROM features
 """
-LOCK_ARCHIVED_IN_PROJECT = """
-SELECT name FROM features WHERE project = $1 AND archived_at IS NOT NULL AND name = ANY($2)
-ORDER BY name FOR UPDATE
+LOCK_ARCHIVE_FLAGS = (
+    _ARCHIVE_FLAG
+    + """
+WHERE name = ANY($1::text[]) AND project = $2 ORDER BY name FOR UPDATE
+"""
+)
+LOCK_ARCHIVE_FLAG = _ARCHIVE_FLAG + "WHERE name = $1 FOR UPDATE"
+ENABLED_IN = """
+SELECT feature_name, environment FROM feature_environments
+WHERE feature_name = ANY($1::text[]) AND enabled ORDER BY feature_name, environment
+"""
+# Dependencies of and on the flags: a new one on a flag waits for its lock (LOCK_PAIR).
+LINKS = """
+SELECT child, parent FROM feature_dependencies
+WHERE child = ANY($1::text[]) OR parent = ANY($1::text[]) ORDER BY child, parent
+"""
+PROJECT_EXISTS = "SELECT EXISTS (SELECT 1 FROM projects WHERE id = $1)"
+# The archive's list (Unleash's archivedFeatureSchema): each flag with the environments an SDK
+# reported it in (telemetry, not the log, as in _FEATURE), newest archive first.
+ARCHIVED_FEATURES = """
+SELECT f.name, f.description, f.type, f.project, f.stale, f.created_at, f.impression_data,
+       f.archived_at,
+       (SELECT max(l.last_seen_at) FROM telemetry.feature_last_seen l
+        WHERE l.feature_name = f.name AND l.last_seen_at >= f.created_at) AS last_seen_at,
+       array(SELECT l.environment FROM telemetry.feature_last_seen l
+             WHERE l.feature_name = f.name AND l.last_seen_at >= f.created_at
+             ORDER BY l.environment) AS seen_in,
+       array(SELECT l.last_seen_at FROM telemetry.feature_last_seen l
+             WHERE l.feature_name = f.name AND l.last_seen_at >= f.created_at
+             ORDER BY l.environment) AS seen_at,
+       array(SELECT coalesce(fe.enabled, false) FROM telemetry.feature_last_seen l
+             LEFT JOIN feature_environments fe
+                    ON fe.feature_name = f.name AND fe.environment = l.environment
+             WHERE l.feature_name = f.name AND l.last_seen_at >= f.created_at
+             ORDER BY l.environment) AS seen_enabled
+FROM features f
+WHERE f.archived_at IS NOT NULL AND ($1::text IS NULL OR f.project = $1)
+ORDER BY f.archived_at DESC, f.name
 """
 LOCK_FLAGS = """
 SELECT name, project, stale FROM features WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE
+"""
+NAME_HOLDER_ARCHIVED = "SELECT archived_at IS NOT NULL FROM features WHERE name = $1"
+# What a PATCH of the flag decides on (domain.FlagFields), the flag's row locked.
+LOCK_FLAG_FIELDS = """
+SELECT description, type, stale, impression_data FROM features
+WHERE name = $1 AND project = $2 AND archived_at IS NULL FOR UPDATE
 """
 ACTIVE_FEATURE = "SELECT 1 FROM features WHERE name = $1 AND project = $2 AND archived_at IS NULL"
 # Every change to a flag's configuration locks its row first: changes to one flag queue.
@@ -162,6 +266,11 @@ LOCK_SEGMENTS_SHARED = "SELECT id FROM segments WHERE id = ANY($1::integer[]) FO
 LOCK_FEATURE_BY_NAME = """
 SELECT project FROM features WHERE name = $1 AND archived_at IS NULL FOR UPDATE
 """
+# Tagging a flag share-locks the tag type (before the flag): a type cannot be deleted while a
+# flag is being tagged with it, and its deletion sees every tag put on meanwhile.
+LOCK_TAG_TYPE_SHARED = "SELECT 1 FROM tag_types WHERE name = $1 FOR SHARE"
+# The tag types of a set of tags that exist ($1 their names), locked as above.
+LOCK_TAG_TYPES_SHARED = "SELECT name FROM tag_types WHERE name = ANY($1::text[]) FOR SHARE"
 HAS_TAG = """
 SELECT EXISTS (SELECT 1 FROM feature_tags WHERE feature_name = $1 AND type = $2 AND value = $3)
 """
@@ -177,6 +286,30 @@ SELECT EXISTS (SELECT 1 FROM feature_dependencies WHERE child = $2) AS parent_ha
 DEPENDENCIES = """
 SELECT parent, enabled, variants::text AS variants FROM feature_dependencies WHERE child = $1
 ORDER BY parent
+"""
+# The dependency dialog: the flags of the project that the child may depend on (active, not
+# itself, not depending on another: one level only), and the variants a parent may resolve
+# to (its strategies' and its environments'), in code-point order as Unleash sorts them.
+PARENT_OPTIONS = """
+SELECT f.name FROM features f
+WHERE f.project = $2 AND f.archived_at IS NULL AND f.name <> $1
+  AND NOT EXISTS (SELECT 1 FROM feature_dependencies d WHERE d.child = f.name)
+ORDER BY f.name COLLATE "C"
+"""
+PARENT_VARIANTS = """
+SELECT name FROM (
+    SELECT v ->> 'name' AS name FROM (
+        SELECT jsonb_array_elements(variants) AS v FROM feature_strategies WHERE feature_name = $1
+        UNION ALL
+        SELECT jsonb_array_elements(variants) FROM feature_environments WHERE feature_name = $1
+    ) variants
+    GROUP BY 1
+) found
+ORDER BY name COLLATE "C"
+"""
+PROJECT_HAS_DEPENDENCIES = """
+SELECT EXISTS (SELECT 1 FROM feature_dependencies d JOIN features f ON f.name = d.child
+               WHERE f.project = $1)
 """
 # The source is share-locked: it cannot be archived or changed while it is copied.
 LOCK_CLONE_SOURCE = """
@@ -218,6 +351,15 @@ NEXT_SEGMENT_ID = "SELECT nextval('segment_ids')::integer"
 SEGMENT_NAME_TAKEN = "SELECT EXISTS (SELECT 1 FROM segments WHERE name = $1 AND id <> $2)"
 LOCK_SEGMENT = "SELECT name FROM segments WHERE id = $1 FOR UPDATE"
 SEGMENT_USED_BY = "SELECT count(*) FROM feature_strategies WHERE $1 = ANY(segments)"
+# The strategies that use a segment (GET /api/admin/segments/:id/strategies): those of archived
+# flags too, since they keep it from being deleted, as SEGMENT_USED_BY counts them
+# (docs/behavior.md, "Segment names and usage").
+STRATEGIES_USING_SEGMENT = """
+SELECT s.id::text AS id, f.project, s.feature_name, s.name, s.environment
+FROM feature_strategies s JOIN features f ON f.name = s.feature_name
+WHERE $1 = ANY(s.segments)
+ORDER BY s.feature_name, s.environment, s.sort_order, s.created_at, s.id
+"""
 
 
 class _SourceStrategy(msgspec.Struct, frozen=True, kw_only=True):
@@ -264,6 +406,18 @@ async def missing_segments(conn: Conn, segments: list[int]) -> list[int]:
         return []
     found = {r["id"] for r in await conn.fetch(LOCK_SEGMENTS_SHARED, segments)}
     return [s for s in segments if s not in found]
+
+
+LOCK_STRATEGY_TYPE = "SELECT name FROM strategy_definitions WHERE name = $1 FOR SHARE"
+
+
+async def strategy_type_known(conn: Conn, name: str) -> bool:
+    """Whether a flag's strategy may name this type: a built-in one, or a custom one, whose row
+    stays share-locked until the transaction ends (its deletion waits, then counts this
+    strategy: service/strategies/handlers.py)."""
+    if name in BUILT_IN_STRATEGY_TYPES:
+        return True
+    return await conn.fetchval(LOCK_STRATEGY_TYPE, name) is not None
 
 
 async def lock_dependencies(conn: Conn, child: str, parent: str | None) -> domain.DependencyState:
@@ -329,6 +483,14 @@ async def lock_clone_source(
     return CloneContext(clone_source, context["holder_archived"], context)
 
 
+async def disabled_strategies(conn: Conn, target: domain.Target) -> list[StrategyData]:
+    found = await conn.fetchval(DISABLED_STRATEGIES_IN, target.feature, target.environment)
+    return [
+        msgspec.convert(s, StrategyData, from_attributes=True)
+        for s in _source_strategies.decode(found)
+    ]
+
+
 async def strategy_sort_order(
     conn: Conn, target: domain.Target, strategy_id: uuid.UUID
 ) -> int | None:
@@ -337,3 +499,59 @@ async def strategy_sort_order(
         STRATEGY_SORT_ORDER, strategy_id, target.feature, target.environment
     )
     return None if value is None else int(value)
+
+
+def _archive_flag(row: asyncpg.Record, enabled_in: list[str]) -> domain.ArchiveFlag:
+    return domain.ArchiveFlag(
+        name=row["name"],
+        project=row["project"],
+        feature_type=row["type"],
+        description=row["description"],
+        stale=row["stale"],
+        impression_data=row["impression_data"],
+        created_at=row["created_at"],
+        archived_at=row["archived_at"],
+        enabled_in=enabled_in,
+    )
+
+
+async def _archive_state(
+    conn: Conn, rows: list[asyncpg.Record], names: list[str]
+) -> tuple[dict[str, domain.ArchiveFlag], list[domain.Link]]:
+    found = [row["name"] for row in rows]
+    enabled: dict[str, list[str]] = {name: [] for name in found}
+    for r in await conn.fetch(ENABLED_IN, found) if found else []:
+        enabled[r["feature_name"]].append(r["environment"])
+    links = [domain.Link(r["child"], r["parent"]) for r in await conn.fetch(LINKS, names)]
+    return {row["name"]: _archive_flag(row, enabled[row["name"]]) for row in rows}, links
+
+
+async def lock_archive_flags(
+    conn: Conn, names: list[str], project_id: str
+) -> tuple[dict[str, domain.ArchiveFlag], list[domain.Link]]:
+    """The project's flags among names (row-locked, in name order), and every dependency of or
+    on one of the names."""
+    unique = sorted(set(names))
+    return await _archive_state(
+        conn, await conn.fetch(LOCK_ARCHIVE_FLAGS, unique, project_id), unique
+    )
+
+
+async def lock_archive_flag(
+    conn: Conn, name: str
+) -> tuple[domain.ArchiveFlag | None, list[domain.Link]]:
+    """The flag of that name in any project (row-locked), and its dependencies either way."""
+    row = await conn.fetchrow(LOCK_ARCHIVE_FLAG, name)
+    flags, links = await _archive_state(conn, [] if row is None else [row], [name])
+    return flags.get(name), links
+
+
+async def freed_stream(conn: Conn, name: str) -> int | None:
+    """The version of the stream of a deleted flag of that name, None when no flag ever had it.
+    A new flag continues that stream at exactly that version (docs/events.md, "Streams"), so
+    of two creates of one freed name the second finds it moved and is refused as taken.
+
+    Read it before the statement that looks for the name's holder: a create that commits in
+    between is then that holder (a 409), or it moved the stream past the version read (the
+    append refuses it). Read after, a create committed in between would go unseen by both."""
+    return await eventlog.stream_version(conn, domain.stream(name))

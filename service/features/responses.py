@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, TypeVar
 import msgspec
 
 from eventlog.events.features import FeatureCloned, FeatureCreated
+from service.avatars import image_url
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -177,6 +178,47 @@ class Lifecycle(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     entered_stage_at: datetime
 
 
+class Collaborator(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """Someone who changed a flag, as Unleash shows them: its user id (-42 an API token, -1337
+    the system), the name, username or e-mail of an account (or the token's name), the
+    account's default avatar."""
+
+    id: int
+    name: str
+    image_url: str
+
+    @classmethod
+    def from_row(cls, row: asyncpg.Record) -> Collaborator:
+        """A row of queries.COLLABORATORS_OF."""
+        user_id = row["user_id"]
+        return cls(
+            id=user_id,
+            name=row["name"],
+            image_url=image_url(row["email"], row["username"], user_id),
+        )
+
+
+class Collaborators(msgspec.Struct, frozen=True, kw_only=True):
+    users: list[Collaborator]  # latest change first
+
+
+class FeatureLink(msgspec.Struct, frozen=True, kw_only=True):
+    """A link of a flag (Unleash's experimental links; none here yet)."""
+
+    id: str
+    url: str
+    title: str | None
+
+
+def _people(
+    rows: Sequence[asyncpg.Record],
+) -> tuple[Collaborator | msgspec.UnsetType, Collaborators]:
+    """The flag's creator (left out when unknown, as in Unleash) and its collaborators."""
+    users = [Collaborator.from_row(r) for r in rows]
+    creator = next((u for u, r in zip(users, rows, strict=True) if r["created"]), msgspec.UNSET)
+    return creator, Collaborators(users=users)
+
+
 class Feature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     """A flag (Unleash's featureSchema), as create, clone and GET answer it."""
 
@@ -186,10 +228,12 @@ class Feature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     project: str
     enabled: bool
     stale: bool
+    potentially_stale: bool = False  # docs/behavior.md, "Potentially stale flags"
     favorite: bool = False
     impression_data: bool
     archived: bool
     created_at: datetime
+    created_by: Collaborator | msgspec.UnsetType = msgspec.UNSET
     archived_at: datetime | None
     last_seen_at: datetime | None = None
     environments: list[FeatureEnvironment]
@@ -199,17 +243,25 @@ class Feature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     children: list[str]
     dependencies: list[ParentDependency]
     lifecycle: Lifecycle
+    collaborators: Collaborators
+    links: list[FeatureLink] = []
 
     @classmethod
     def created(
-        cls, event: FeatureCreated | FeatureCloned, environments: asyncpg.Record
+        cls,
+        event: FeatureCreated | FeatureCloned,
+        environments: asyncpg.Record,
+        collaborators: Sequence[asyncpg.Record],
+        tags: Sequence[Tag] = (),
     ) -> Feature:
         """A new flag, from its event (what the inline projection has just written, without
-        reading it back) and the environments of its project (`names`, `types`, `sort_orders`
-        arrays in display order): disabled everywhere, at lifecycle `initial`, no children
-        (nobody can depend on a name that was free)."""
+        reading it back), the environments of its project (`names`, `types`, `sort_orders`
+        arrays in display order), its creator's collaborator row and the tags it was created
+        with: disabled everywhere, at lifecycle `initial`, no children (nobody can depend on a
+        name that was free)."""
         cloned = event if isinstance(event, FeatureCloned) else None
         copied = {e.environment: e for e in cloned.environments} if cloned else {}
+        creator, people = _people(collaborators)
         return cls(
             name=event.name,
             type=event.feature_type,
@@ -220,6 +272,7 @@ class Feature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
             impression_data=event.impression_data,
             archived=False,
             created_at=event.created_at,
+            created_by=creator,
             archived_at=None,
             environments=[
                 FeatureEnvironment.build(
@@ -240,13 +293,16 @@ class Feature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
                     strict=True,
                 )
             ],
-            tags=[Tag(value=t.value, type=t.tag_type) for t in cloned.tags] if cloned else [],
+            tags=[Tag(value=t.value, type=t.tag_type) for t in cloned.tags]
+            if cloned
+            else list(tags),
             children=[],
             dependencies=[
                 ParentDependency(feature=d.parent, enabled=d.enabled, variants=d.variants)
                 for d in (cloned.dependencies if cloned else [])
             ],
             lifecycle=Lifecycle(stage="initial", entered_stage_at=event.created_at),
+            collaborators=people,
         )
 
     @classmethod
@@ -255,12 +311,14 @@ class Feature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
         row: asyncpg.Record,
         environments: Sequence[asyncpg.Record],
         strategies: Sequence[asyncpg.Record],
+        collaborators: Sequence[asyncpg.Record],
     ) -> Feature:
         """A `features` row with its tags, parents and children (arrays) and when an SDK last
         reported it (in any environment), the rows of its project's environments (with the
         flag's switch, variants and last report there) and its strategies, both in display
-        order."""
+        order, and its collaborators, latest first."""
         name = row["name"]
+        creator, people = _people(collaborators)
         by_environment: dict[str, list[Strategy]] = {}
         for strategy in strategies:
             by_environment.setdefault(strategy["environment"], []).append(
@@ -286,9 +344,11 @@ class Feature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
             project=row["project"],
             enabled=any(e.enabled for e in built),
             stale=row["stale"],
+            potentially_stale=row["potentially_stale"],
             impression_data=row["impression_data"],
             archived=row["archived_at"] is not None,
             created_at=row["created_at"],
+            created_by=creator,
             archived_at=row["archived_at"],
             last_seen_at=row["last_seen_at"],
             environments=built,
@@ -306,6 +366,7 @@ class Feature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
             lifecycle=Lifecycle(
                 stage=row["lifecycle_stage"], entered_stage_at=row["lifecycle_entered_at"]
             ),
+            collaborators=people,
         )
 
 
@@ -332,6 +393,35 @@ class VariantList(msgspec.Struct, frozen=True, kw_only=True):
         return cls(variants=_variants.decode(variants))
 
 
+class SegmentStrategy(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """A strategy that uses a segment (Unleash's segmentStrategiesSchema item)."""
+
+    id: str
+    project_id: str
+    feature_name: str
+    strategy_name: str
+    environment: str
+
+    @classmethod
+    def from_row(cls, row: asyncpg.Record) -> SegmentStrategy:
+        return cls(
+            id=row["id"],
+            project_id=row["project"],
+            feature_name=row["feature_name"],
+            strategy_name=row["name"],
+            environment=row["environment"],
+        )
+
+
+class SegmentStrategies(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """Unleash's segmentStrategiesSchema. Change requests are Unleash Enterprise's: that list is
+    always empty, and present, since Unleash's UI offers to delete a segment only when both
+    lists are empty."""
+
+    strategies: list[SegmentStrategy]
+    change_request_strategies: list[SegmentStrategy] = msgspec.field(default_factory=list)
+
+
 class Segment(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     id: int
     name: str
@@ -353,3 +443,64 @@ class Segment(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 
 class SegmentList(msgspec.Struct, frozen=True, kw_only=True):
     segments: list[Segment]
+
+
+class ArchivedEnvironment(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """An environment an SDK reported an archived flag in."""
+
+    name: str
+    last_seen_at: datetime
+    enabled: bool
+
+
+class ArchivedFeature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """An archived flag (Unleash's archivedFeatureSchema, its fields in its order)."""
+
+    name: str
+    description: str | None
+    type: str
+    project: str
+    stale: bool
+    created_at: datetime
+    impression_data: bool
+    last_seen_at: datetime | None
+    archived_at: datetime
+    environments: list[ArchivedEnvironment]
+
+    @classmethod
+    def from_row(cls, row: asyncpg.Record) -> ArchivedFeature:
+        """A row of ARCHIVED_FEATURES: the flag, and three arrays of the environments an SDK
+        reported it in (names, times, switches) in name order."""
+        return cls(
+            name=row["name"],
+            description=row["description"],
+            type=row["type"],
+            project=row["project"],
+            stale=row["stale"],
+            created_at=row["created_at"],
+            impression_data=row["impression_data"],
+            last_seen_at=row["last_seen_at"],
+            archived_at=row["archived_at"],
+            environments=[
+                ArchivedEnvironment(name=name, last_seen_at=seen_at, enabled=enabled)
+                for name, seen_at, enabled in zip(
+                    row["seen_in"], row["seen_at"], row["seen_enabled"], strict=True
+                )
+            ],
+        )
+
+
+class ArchivedFeatureList(msgspec.Struct, frozen=True, kw_only=True):
+    """GET /api/admin/archive/features[/:projectId] (Unleash's archivedFeaturesSchema)."""
+
+    version: int = 2
+    features: list[ArchivedFeature]
+
+
+class ArchiveCheck(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """What archiving these flags would do (Unleash's validateArchiveFeaturesSchema): the flags
+    that other flags outside the list depend on (the archive refuses them), and whether any
+    dependency of or on them goes with the archive."""
+
+    parents_with_child_features: list[str]
+    has_deleted_dependencies: bool

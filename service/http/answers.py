@@ -22,8 +22,17 @@ def empty(status: int = 200) -> web.Response:
     return web.Response(status=status)
 
 
-def error_response(request: web.Request, status: int, name: str, message: str) -> web.Response:
+def error_response(
+    request: web.Request,
+    status: int,
+    name: str,
+    message: str,
+    extra: dict[str, object] | None = None,
+) -> web.Response:
+    """Our error body; `extra` adds fields after ours (never instead of them)."""
     error_id = str(uuid.uuid4())
     request[ERROR_ID] = error_id
     request[ERROR_NAME] = name
-    return json_response({"id": error_id, "name": name, "message": message}, status)
+    return json_response(
+        {"id": error_id, "name": name, "message": message, **(extra or {})}, status
+    )

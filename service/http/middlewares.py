@@ -176,7 +176,7 @@ def _http_error(request: web.Request, exc: web.HTTPException) -> web.Response:
 
 
 def _app_error(request: web.Request, exc: errors.AppError) -> web.Response:
-    response = error_response(request, exc.status, exc.name, exc.message)
+    response = error_response(request, exc.status, exc.name, exc.message, exc.extra())
     if exc.retry_after is not None:
         response.headers["Retry-After"] = str(exc.retry_after)
     if exc.close_connection:
@@ -192,9 +192,12 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
         return await handler(request)
     who = await _resolve(request)
     if who is None:
-        raise errors.AuthenticationRequired(
-            "You must log in or send a valid API token in the Authorization header"
-        )
+        # As Unleash: a request with no Authorization header is a browser's, and its UI
+        # shows the sign-in form on the hints; an API client that sent a token gets the plain
+        # error.
+        signed_out = _is_admin(request.path) and "Authorization" not in request.headers
+        kind = errors.SignInRequired if signed_out else errors.AuthenticationRequired
+        raise kind("You must log in or send a valid API token in the Authorization header")
     request[PRINCIPAL] = who
     if who.pat_id is not None:
         request.app[TOKEN_USAGE].seen(who.pat_id)
@@ -204,6 +207,10 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
             raise errors.NoAccess("PATs require an authenticated user.")
         raise errors.NoAccess(f"You need the {route.permission} permission for this operation")
     return await handler(request)
+
+
+def _is_admin(path: str) -> bool:
+    return path == ADMIN_PREFIX or path.startswith(ADMIN_PREFIX + "/")
 
 
 def _authenticated(path: str) -> bool:

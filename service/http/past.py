@@ -6,13 +6,19 @@ from __future__ import annotations
 
 import contextlib
 import functools
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final
 
+import eventlog
 from projections.rebuild import rebuild, tables
 from projections.registry import INLINE
 from service.appkeys import PAST_READS, POOL
 from service.http.instants import parse_instant
 from service.http.requests import query_param
+
+# The instant a read is about, in SQL: now, or in a read of a past state (`?at=`) the time it
+# reads, which `reading_at` sets for its transaction (`flagstore.clock`).
+CLOCK: Final = "coalesce(nullif(current_setting('flagstore.clock', true), '')::timestamptz, now())"
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -40,7 +46,9 @@ async def reading(request: web.Request) -> AsyncIterator[Conn]:
     instant = parse_instant(query_param(request, AT) or "", AT)
     async with request.app[PAST_READS], request.app[POOL].acquire() as conn:
         position = await instant.position_in(conn)
-        async with state_at(conn, position):
+        # What depends on the time as well (a flag's age: potentially stale) is as of then.
+        clock = instant.time or await eventlog.time_of(conn, position)
+        async with state_at(conn, position, clock=clock and min(clock, datetime.now(UTC))):
             yield conn
 
 
@@ -56,16 +64,21 @@ def _temporary_tables() -> str:
 
 
 @contextlib.asynccontextmanager
-async def state_at(conn: Conn, position: int) -> AsyncIterator[int]:
+async def state_at(
+    conn: Conn, position: int, *, clock: datetime | None = None
+) -> AsyncIterator[int]:
     """Inside a transaction that always rolls back: every read model rebuilt up to a position
     into the connection's temporary tables (empty, since every such transaction rolls back),
     first on the search path; the live tables stay untouched, and no other session can see
-    temporary ones."""
+    temporary ones. `clock`: the time the reads are about (`flagstore.clock`, which
+    CLOCK reads), else now."""
     await conn.execute(_temporary_tables())
     tx = conn.transaction(isolation="repeatable_read")
     await tx.start()
     try:
         await conn.execute("SET LOCAL search_path = pg_temp, public")
+        if clock is not None:
+            await conn.execute("SELECT set_config('flagstore.clock', $1, true)", clock.isoformat())
         # The read models routes read: the inline ones (the reporting counts are left empty).
         await rebuild(conn, {p.name: position for p in INLINE}, among=INLINE)
         yield position

@@ -43,6 +43,16 @@ class Content(NamedTuple):
 
 
 @dataclass(frozen=True)
+class EventStream:
+    """Server-sent events (`text/event-stream`): the names the events take, and the Struct
+    each event's `data` is, as JSON. The document describes one event (service/openapi.py)."""
+
+    events: tuple[str, ...]
+    data: Any
+    description: str
+
+
+@dataclass(frozen=True)
 class Route:
     """One row of the route table: the route, the permission it needs (the only place that is
     declared), and what the OpenAPI document says of it (service/openapi.py): what it reads

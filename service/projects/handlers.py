@@ -14,22 +14,16 @@ from service.http.routes import Link, Route
 from service.names import validate_name
 from service.projects import domain, queries
 from service.projects.commands import CreateEnvironment, CreateProject, EnableEnvironment
+from service.projects.overview import list_projects
 from service.projects.responses import (
     Environment,
     EnvironmentList,
-    Project,
     ProjectDetail,
-    ProjectList,
+    ProjectSummaryList,
 )
 
 if TYPE_CHECKING:
     from aiohttp import web
-
-
-async def list_projects(request: web.Request) -> web.Response:
-    async with reading(request) as conn:
-        rows = await conn.fetch(queries.LIST_PROJECTS)
-    return json_response(ProjectList(projects=[Project.from_row(r) for r in rows]))
 
 
 async def get_project(request: web.Request) -> web.Response:
@@ -111,7 +105,14 @@ async def disable_environment(request: web.Request) -> web.Response:
 
 
 ROUTES = [
-    Route("GET", "/api/admin/projects", list_projects, auth.READ, ok={200: ProjectList}, past=True),
+    Route(
+        "GET",
+        "/api/admin/projects",
+        list_projects,
+        auth.READ,
+        ok={200: ProjectSummaryList},
+        past=True,
+    ),
     Route(
         "POST",
         "/api/admin/projects",

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from projections.feature_types import potentially_stale
+from service.http.past import CLOCK
 from service.projects.domain import ActiveProject
 
 if TYPE_CHECKING:
@@ -17,12 +19,6 @@ SELECT p.id, p.name, p.description, p.created_at, p.archived_at,
        (SELECT count(*) FROM features f
         WHERE f.project = p.id AND f.archived_at IS NULL) AS feature_count
 FROM projects p WHERE p.id = $1
-"""
-LIST_PROJECTS = """
-SELECT p.id, p.name, p.description, p.created_at, p.archived_at,
-       (SELECT count(*) FROM features f
-        WHERE f.project = p.id AND f.archived_at IS NULL) AS feature_count
-FROM projects p WHERE p.archived_at IS NULL ORDER BY p.created_at, p.id
 """
 PROJECT_EXISTS = "SELECT EXISTS (SELECT 1 FROM projects WHERE id = $1)"
 # Changes to a project lock its row: they queue. Flag creates share-lock it, so an archive
@@ -75,3 +71,93 @@ async def active_project(
     if row is None or row["archived_at"] is not None:
         return None
     return row, await conn.fetch(PROJECT_ENVIRONMENTS, project_id)
+
+
+# --- the projects list, a project's overview and status, as Unleash's UI reads them ---------
+
+# Every active project with what its card shows; $1 the caller's account id (null: no person,
+# no favourites). lastUpdatedAt: its latest event, from the async read model of the projects'
+# activity, named with its schema: a past state (`?at=`, whose read models are the inline
+# ones rebuilt) shows the latest known, as it shows the latest SDK report
+# (lastReportedFlagUsage, from telemetry).
+PROJECTS_FOR_UI = """
+SELECT p.id, p.name, p.description, p.created_at, p.archived_at,
+       c.active_flags AS feature_count, c.stale_flags, c.potentially_stale_flags,
+       (SELECT max(a.last_at) FROM readmodel.project_activity_daily a
+        WHERE a.project_id = p.id) AS last_updated_at,
+       (SELECT max(l.last_seen_at) FROM features f
+        JOIN telemetry.feature_last_seen l
+          ON l.feature_name = f.name AND l.last_seen_at >= f.created_at
+        WHERE f.project = p.id) AS last_reported_flag_usage,
+       EXISTS (SELECT 1 FROM favorite_projects fp
+               WHERE fp.user_id = $1 AND fp.project_id = p.id) AS favorite
+FROM projects p
+CROSS JOIN LATERAL (
+    SELECT count(*) AS active_flags, count(*) FILTER (WHERE f.stale) AS stale_flags,
+           count(*) FILTER (WHERE NOT f.stale AND POTENTIALLY_STALE) AS potentially_stale_flags
+    FROM features f WHERE f.project = p.id AND f.archived_at IS NULL
+) c
+WHERE p.archived_at IS NULL ORDER BY p.created_at, p.id
+""".replace("POTENTIALLY_STALE", potentially_stale("f", CLOCK))
+# One project (archived ones too: $2 the caller's account id, as above).
+PROJECT_FOR_UI = PROJECTS_FOR_UI.replace(
+    "WHERE p.archived_at IS NULL ORDER BY p.created_at, p.id", "WHERE p.id = $2"
+)
+FEATURE_TYPE_COUNTS = """
+SELECT type, count(*) AS count FROM features WHERE project = $1 AND archived_at IS NULL
+GROUP BY type ORDER BY type
+"""
+# Flags created and archived in the last 30 days and in the 30 before, and the events of both.
+PROJECT_STATS = """
+SELECT count(*) FILTER (WHERE f.created_at >= now() - interval '30 days') AS created_current,
+       count(*) FILTER (WHERE f.created_at >= now() - interval '60 days'
+                          AND f.created_at < now() - interval '30 days') AS created_past,
+       count(*) FILTER (WHERE f.archived_at >= now() - interval '30 days') AS archived_current,
+       count(*) FILTER (WHERE f.archived_at >= now() - interval '60 days'
+                          AND f.archived_at < now() - interval '30 days') AS archived_past,
+       (SELECT coalesce(sum(a.events), 0) FROM project_activity_daily a
+        WHERE a.project_id = $1 AND a.day > (now() AT TIME ZONE 'UTC')::date - 30)
+           AS activity_current,
+       (SELECT coalesce(sum(a.events), 0) FROM project_activity_daily a
+        WHERE a.project_id = $1 AND a.day <= (now() AT TIME ZONE 'UTC')::date - 30
+          AND a.day > (now() AT TIME ZONE 'UTC')::date - 60) AS activity_past
+FROM features f WHERE f.project = $1
+"""
+# A project's first active flag (in creation order) and whether an SDK reported any of its
+# flags: Unleash's onboarding status.
+ONBOARDING = """
+SELECT (SELECT f.name FROM features f WHERE f.project = $1 AND f.archived_at IS NULL
+        ORDER BY f.created_at, f.name LIMIT 1) AS first_flag,
+       EXISTS (SELECT 1 FROM features f JOIN telemetry.feature_last_seen l
+               ON l.feature_name = f.name AND l.last_seen_at >= f.created_at
+               WHERE f.project = $1) AS onboarded
+"""
+ACTIVITY_BY_DATE = """
+SELECT day, events FROM project_activity_daily
+WHERE project_id = $1 AND day >= ((now() AT TIME ZONE 'UTC') - interval '1 year')::date
+ORDER BY day
+"""
+LIFECYCLE_COUNTS = """
+SELECT count(*) FILTER (WHERE archived_at IS NULL AND lifecycle_stage = 'initial') AS initial,
+       count(*) FILTER (WHERE archived_at IS NULL AND lifecycle_stage = 'pre-live') AS pre_live,
+       count(*) FILTER (WHERE archived_at IS NULL AND lifecycle_stage = 'live') AS live,
+       count(*) FILTER (WHERE archived_at IS NULL AND lifecycle_stage = 'completed') AS completed,
+       count(*) FILTER (WHERE archived_at IS NOT NULL) AS archived,
+       count(*) FILTER (WHERE archived_at >= now() - interval '30 days') AS archived_30_days
+FROM features WHERE project = $1
+"""
+# API tokens given this project by name (as Unleash counts them: not those of every project).
+PROJECT_API_TOKENS = "SELECT count(*) FROM api_tokens WHERE $1 = ANY(projects)"
+# The distinct creators of the project's active flags, in id order, each under the name their
+# account has now (its name, else username, else e-mail; Unleash's fixed names for an API
+# token and the system); creators whose account is gone are left out, as in Unleash.
+FLAG_CREATORS = """
+SELECT DISTINCT ON (c.user_id) c.user_id,
+       CASE c.user_id WHEN -42 THEN 'Unleash Admin Token User' WHEN -1337 THEN 'Unleash System'
+            ELSE coalesce(u.name, u.username, u.email) END AS name
+FROM features f JOIN feature_creators c ON c.feature_name = f.name
+LEFT JOIN users u ON u.id = c.user_id
+WHERE f.project = $1 AND f.archived_at IS NULL
+  AND (c.user_id IN (-42, -1337) OR coalesce(u.name, u.username, u.email) IS NOT NULL)
+ORDER BY c.user_id
+"""

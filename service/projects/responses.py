@@ -54,11 +54,6 @@ class ProjectDetail(Project, frozen=True, kw_only=True):
         )
 
 
-class ProjectList(msgspec.Struct, frozen=True, kw_only=True):
-    version: int = 1
-    projects: list[Project]
-
-
 class Environment(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     name: str
     type: str
@@ -80,3 +75,198 @@ class Environment(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 class EnvironmentList(msgspec.Struct, frozen=True, kw_only=True):
     version: int = 1
     environments: list[Environment]
+
+
+# --- the projects list, a project's overview and status, as Unleash's UI reads them ---------
+
+
+def health(active_flags: int, stale_flags: int, potentially_stale_flags: int) -> int:
+    """Unleash's health rating of a set of active flags: 100 less the share of stale ones and
+    the share of potentially stale ones (percent, rounded); 100 without flags."""
+    if not active_flags:
+        return 100
+    # Half up, as JavaScript's Math.round (Python's round() halves to even).
+    return int(
+        100 - 100 * stale_flags / active_flags - 100 * potentially_stale_flags / active_flags + 0.5
+    )
+
+
+class ProjectOwner(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """Unleash's owner when a project has no owners (the open-source edition has none)."""
+
+    owner_type: str = "system"
+
+
+SYSTEM_OWNERS: list[ProjectOwner] = [ProjectOwner()]
+
+
+class ProjectSummary(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """A project as the projects list shows it (Unleash's projectSchema)."""
+
+    name: str
+    id: str
+    description: str | None
+    health: int
+    feature_count: int
+    member_count: int = 0  # no project has members of its own: roles are root roles
+    created_at: datetime
+    archived_at: datetime | None
+    mode: str = "open"
+    last_reported_flag_usage: datetime | None
+    last_updated_at: datetime | None
+    owners: list[ProjectOwner]
+    favorite: bool
+
+    @classmethod
+    def from_row(cls, row: asyncpg.Record) -> ProjectSummary:
+        """A row of PROJECTS_FOR_UI."""
+        return cls(
+            name=row["name"],
+            id=row["id"],
+            description=row["description"],
+            health=health(row["feature_count"], row["stale_flags"], row["potentially_stale_flags"]),
+            feature_count=row["feature_count"],
+            created_at=row["created_at"],
+            archived_at=row["archived_at"],
+            last_reported_flag_usage=row["last_reported_flag_usage"],
+            last_updated_at=row["last_updated_at"],
+            owners=SYSTEM_OWNERS,
+            favorite=row["favorite"],
+        )
+
+
+class ProjectSummaryList(msgspec.Struct, frozen=True, kw_only=True):
+    version: int = 1
+    projects: list[ProjectSummary]
+
+
+class ProjectStats(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """The last 30 days (current window) beside the 30 before (past window)."""
+
+    avg_time_to_prod_current_window: float = 0
+    created_current_window: int
+    created_past_window: int
+    archived_current_window: int
+    archived_past_window: int
+    project_activity_current_window: int
+    project_activity_past_window: int
+    project_members_added_current_window: int = 0
+
+
+class FeatureNaming(msgspec.Struct, frozen=True, kw_only=True):
+    pattern: str | None = None
+    example: str | None = None
+    description: str | None = None
+
+
+class OnboardingStatus(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """`onboarding-started` (no flag yet), `first-flag-created` (with that flag) or
+    `onboarded` (an SDK reported one of its flags)."""
+
+    status: str
+    feature: str | None = None
+
+    @classmethod
+    def from_row(cls, row: asyncpg.Record) -> OnboardingStatus:
+        if row["onboarded"]:
+            return cls(status="onboarded")
+        if row["first_flag"] is None:
+            return cls(status="onboarding-started")
+        return cls(status="first-flag-created", feature=row["first_flag"])
+
+
+class OverviewEnvironment(msgspec.Struct, frozen=True, kw_only=True):
+    environment: str
+
+
+class FeatureTypeCount(msgspec.Struct, frozen=True, kw_only=True):
+    type: str
+    count: int
+
+
+class ProjectOverview(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """GET /api/admin/projects/:projectId/overview (Unleash's projectOverviewSchema)."""
+
+    stats: ProjectStats
+    name: str
+    description: str | None
+    mode: str = "open"
+    feature_limit: int | None = None
+    feature_naming: FeatureNaming = msgspec.field(default_factory=FeatureNaming)
+    default_stickiness: str = "default"
+    health: int
+    favorite: bool
+    updated_at: datetime | None = None
+    archived_at: datetime | None
+    created_at: datetime
+    onboarding_status: OnboardingStatus
+    environments: list[OverviewEnvironment]
+    feature_type_counts: list[FeatureTypeCount]
+    members: int = 0
+    version: int = 1
+
+
+class ProjectResources(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    members: int = 0
+    api_tokens: int
+    segments: int = 0  # segments are global here: none is a project's own
+
+
+class ActivityCount(msgspec.Struct, frozen=True, kw_only=True):
+    date: str  # yyyy-mm-dd, a UTC day
+    count: int
+
+
+class CurrentHealth(msgspec.Struct, frozen=True, kw_only=True):
+    current: int
+
+
+class StageSummary(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    # The days flags stayed in the stage before the next: null, as no stage's history is
+    # kept yet (the read model holds each flag's current stage only).
+    average_days: float | None = None
+    current_flags: int
+
+
+class ArchivedSummary(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    current_flags: int
+    last30_days: int = msgspec.field(name="last30Days")
+
+
+class LifecycleSummary(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    initial: StageSummary
+    pre_live: StageSummary
+    live: StageSummary
+    completed: StageSummary
+    archived: ArchivedSummary
+
+    @classmethod
+    def from_row(cls, row: asyncpg.Record) -> LifecycleSummary:
+        return cls(
+            initial=StageSummary(current_flags=row["initial"]),
+            pre_live=StageSummary(current_flags=row["pre_live"]),
+            live=StageSummary(current_flags=row["live"]),
+            completed=StageSummary(current_flags=row["completed"]),
+            archived=ArchivedSummary(
+                current_flags=row["archived"], last30_days=row["archived_30_days"]
+            ),
+        )
+
+
+class StaleFlags(msgspec.Struct, frozen=True, kw_only=True):
+    total: int
+
+
+class ProjectStatus(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """GET /api/admin/projects/:projectId/status (Unleash's projectStatusSchema)."""
+
+    resources: ProjectResources
+    activity_count_by_date: list[ActivityCount]
+    health: CurrentHealth
+    lifecycle_summary: LifecycleSummary
+    stale_flags: StaleFlags
+
+
+class FlagCreator(msgspec.Struct, frozen=True, kw_only=True):
+    id: int
+    name: str

@@ -109,3 +109,28 @@ class ImportLine(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     created_at: AwareDatetime | None = None
     seen_at: AwareDatetime | None = None
     password_hash: Annotated[str, msgspec.Meta(max_length=1000)] | None = None
+
+
+# What the web UI names its splash screens and feedback prompts by: a short text, without
+# control characters (Unleash takes any text).
+UiName = Annotated[str, msgspec.Meta(min_length=1, max_length=255, pattern=r"^[^\x00-\x1f\x7f]+$")]
+
+
+class CreateFeedback(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """A feedback prompt answered now (Unleash's feedbackCreateSchema)."""
+
+    example: ClassVar[dict[str, object]] = {"feedbackId": "pnps"}
+
+    feedback_id: UiName
+    never_show: bool = False
+
+
+class UpdateFeedback(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """A feedback prompt's answer changed (Unleash's feedbackUpdateSchema): `given` left out
+    or null is now; `neverShow` left out is false, as in Unleash."""
+
+    example: ClassVar[dict[str, object]] = {"neverShow": True}
+
+    never_show: bool = False
+    given: Annotated[datetime, msgspec.Meta(tz=True)] | None = None
+    user_id: int | None = None  # in Unleash's schema; the caller is the user, whatever it says

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Final
 
 import msgspec
 
+from eventlog.events.preferences import FeedbackRecorded, SplashSeen
 from eventlog.events.users import (
     ImportedUser,
     PasswordChanged,
@@ -448,4 +449,43 @@ def record_token_use(last_use: dict[int, datetime]) -> PersonalAccessTokensSeen 
         return None
     return PersonalAccessTokensSeen(
         seen=[TokenUse(token_id=t, seen_at=at) for t, at in sorted(last_use.items())]
+    )
+
+
+# What one person may have told the web UI, at most: a bound on their rows and events.
+UI_PREFERENCES_LIMIT: Final = 1000
+
+
+def see_splash(
+    account: Account | None, user_id: int, splash_id: str, *, seen: bool, count: int
+) -> list[SplashSeen]:
+    """A person closes a splash screen or tip: recorded the first time only."""
+    _found(account, user_id)
+    if seen:
+        return []
+    if count >= UI_PREFERENCES_LIMIT:
+        raise ValidationError(
+            f"A person sees at most {UI_PREFERENCES_LIMIT} splash screens - at `id`"
+        )
+    return [SplashSeen(user_id=user_id, splash_id=splash_id)]
+
+
+def record_feedback(  # noqa: PLR0913 - the prompt, its answer, what is known of the person
+    account: Account | None,
+    user_id: int,
+    feedback_id: str,
+    *,
+    given: datetime,
+    never_show: bool,
+    answered: bool,
+    count: int,
+) -> FeedbackRecorded:
+    """A person answers a feedback prompt (again: the new answer replaces the old)."""
+    _found(account, user_id)
+    if not answered and count >= UI_PREFERENCES_LIMIT:
+        raise ValidationError(
+            f"A person answers at most {UI_PREFERENCES_LIMIT} feedback prompts - at `feedbackId`"
+        )
+    return FeedbackRecorded(
+        user_id=user_id, feedback_id=feedback_id, given=given, never_show=never_show
     )

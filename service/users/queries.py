@@ -154,3 +154,19 @@ async def lock_account(conn: Conn, account_id: int) -> Account | None:
         root_role=row["root_role"],
         login_attempts=row["login_attempts"],
     )
+
+
+# What a person told the web UI (projections/preferences.py): GET /api/admin/user shows it.
+SPLASHES = "SELECT splash_id FROM user_splashes WHERE user_id = $1 ORDER BY splash_id"
+FEEDBACK = """
+SELECT feedback_id, given, never_show FROM user_feedback WHERE user_id = $1 ORDER BY feedback_id
+"""
+# Under the account's row lock: whether this one is known, and how many there are.
+SPLASH_STATE = """
+SELECT EXISTS (SELECT FROM user_splashes WHERE user_id = $1 AND splash_id = $2) AS known,
+       (SELECT count(*) FROM user_splashes WHERE user_id = $1) AS count
+"""
+FEEDBACK_STATE = """
+SELECT EXISTS (SELECT FROM user_feedback WHERE user_id = $1 AND feedback_id = $2) AS known,
+       (SELECT count(*) FROM user_feedback WHERE user_id = $1) AS count
+"""

@@ -4,28 +4,18 @@ from read-model rows."""
 
 from __future__ import annotations
 
-import functools
-import hashlib
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
 from service.auth import ROOT_ROLES
+from service.avatars import image_url
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
     import asyncpg
-
-
-@functools.lru_cache(maxsize=65536)
-def image_url(email: str | None, username: str | None, account_id: int) -> str:
-    """Unleash's default avatar: the gravatar (sha256) of the e-mail, or else the username
-    (remembered: a page of search results hashes up to a thousand of them)."""
-    key = (email or username or str(account_id)).strip().lower()
-    digest = hashlib.sha256(key.encode()).hexdigest()
-    return f"https://gravatar.com/avatar/{digest}?s=42&d=retro&r=g"
 
 
 def _account_fields(row: asyncpg.Record) -> dict[str, Any]:
@@ -153,22 +143,58 @@ class Permission(msgspec.Struct, frozen=True, kw_only=True):
     permission: str
 
 
+class Feedback(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """A feedback prompt of the web UI a person answered (Unleash's feedbackResponseSchema)."""
+
+    user_id: int
+    feedback_id: str
+    never_show: bool
+    given: datetime
+
+    @classmethod
+    def from_row(cls, user_id: int, row: asyncpg.Record) -> Feedback:
+        return cls(
+            user_id=user_id,
+            feedback_id=row["feedback_id"],
+            never_show=row["never_show"],
+            given=row["given"],
+        )
+
+
+class SplashAnswer(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """A splash screen seen (Unleash's splashResponseSchema)."""
+
+    user_id: int
+    splash_id: str
+    seen: bool
+
+
 class Me(msgspec.Struct, frozen=True, kw_only=True):
-    """GET /api/admin/user: the caller, in Unleash's shape (a person or service account)."""
+    """GET /api/admin/user: the caller, in Unleash's shape (a person or service account), with
+    the feedback prompts they answered and the splash screens they saw (`{id: true}`)."""
 
     user: User
     permissions: list[Permission]
-    feedback: list[str]
-    splash: dict[str, str]
+    feedback: list[Feedback]
+    splash: dict[str, bool]
 
 
 class ApiMe(msgspec.Struct, frozen=True, kw_only=True):
-    """GET /api/admin/user called with an API token."""
+    """GET /api/admin/user called with an API token (no feedback, no splash screens)."""
 
     user: ApiUser
     permissions: list[Permission]
-    feedback: list[str]
-    splash: dict[str, str]
+    feedback: list[Feedback]
+    splash: dict[str, bool]
+
+
+class Profile(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """GET /api/admin/user/profile (Unleash's profileSchema)."""
+
+    root_role: RootRole | None  # None only for a root role this version does not know
+    projects: list[str]
+    subscriptions: list[str]
+    features: list[str]
 
 
 class InactiveUser(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):

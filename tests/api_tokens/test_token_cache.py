@@ -1,6 +1,7 @@
-"""API tokens' principals are cached per process (auth.CachedTokens), so that an SDK's poll
-costs no database round trip; a revoked or expired token must still stop working at once on
-the replica that revoked it, and within milliseconds on the others."""
+"""Client and frontend tokens' principals are cached per process (auth.CachedTokens), so that
+an SDK's poll costs no database round trip; a revoked or expired token must still stop working
+at once on the replica that revoked it, and within milliseconds on the others. Admin tokens are
+never cached."""
 
 from __future__ import annotations
 
@@ -149,6 +150,20 @@ async def test_unknown_tokens_pats_and_people_always_go_to_the_database() -> Non
     for secret in ("user:abc", "user:abc", "a-test-principal", "a-test-principal"):
         await cache(POOL_ANY, secret)
     assert pats.calls == 4
+
+
+async def test_admin_tokens_always_go_to_the_database() -> None:
+    """Another replica's deletion of one must hold here from its commit on, before the feed
+    brings the news (tests/processes/test_revocation.py)."""
+    admin = Principal(
+        kind="api-token", id="api-token:2", name="admin", permissions=auth.ADMIN_PERMISSIONS
+    )
+    lookups = Lookups(admin)
+    cache = CachedTokens(lookups)
+    assert [await cache(POOL_ANY, "*:*.s") for _ in range(3)] == [admin] * 3
+    assert lookups.calls == 3
+    lookups.principal = None  # deleted
+    assert await cache(POOL_ANY, "*:*.s") is None
 
 
 async def test_a_lookup_under_way_while_the_cache_is_emptied_is_not_kept() -> None:

@@ -66,7 +66,9 @@ async def test_a_diff_lists_each_entity_with_each_field_before_and_after(
         ("flag", "keep"),
         ("flag", "new"),
         ("user", str(user["id"])),
+        ("tag-type", "simple"),  # the tag simple:beta exists now (docs/behavior.md)
     ]
+    assert changes[("tag-type", "simple")]["change"] == "changed"
     fields = {f["field"]: (f["before"], f["after"]) for f in changes[("flag", "keep")]["fields"]}
     sid = strategy["id"]
     assert changes[("flag", "keep")]["change"] == "changed"

@@ -86,6 +86,7 @@ def feature_paths(name: str, project: str) -> list[str]:
         f"/api/admin/projects/{project}/features",
         f"/api/admin/projects/{project}",
         "/api/admin/projects",  # its flag count
+        f"/api/admin/archive/features/{project}",
     ]
 
 
@@ -184,7 +185,16 @@ async def tag(w: World) -> None:
 
 async def stale_archive_revive(w: World) -> None:
     roll = w.rng.random()
-    if roll < 0.4 and w.archived:
+    if roll < 0.15 and w.archived:  # deleted for good: the name may be created again
+        name = w.rng.choice(sorted(w.archived))
+        project = w.flags[name]
+        resp = await w.client.delete(f"/api/admin/archive/{name}", headers=ADMIN)
+        assert resp.status in (200, 403), await resp.text()  # 403: a flag depends on it
+        if resp.status == 200:
+            del w.flags[name]
+            w.archived.discard(name)
+            w.strategies.pop(name, None)
+    elif roll < 0.4 and w.archived:
         name = w.rng.choice(sorted(w.archived))
         project = w.flags[name]
         await w.call("POST", f"/api/admin/projects/{project}/revive", {"features": [name]})
@@ -337,12 +347,21 @@ ALWAYS = [
     "/api/admin/environments",
     "/api/admin/projects/default/features",
     "/api/admin/projects/p1/features",
+    "/api/admin/archive/features",
     "/api/admin/segments",
     "/api/admin/user-admin",
     "/api/admin/user-admin/search?q=user",
     "/api/admin/service-account",
     "/api/admin/api-tokens",
 ]
+
+
+# Whether some flag's stream holds a creation after a deletion.
+RECREATED = """
+SELECT EXISTS (SELECT 1 FROM events d JOIN events c USING (stream_type, stream_key)
+               WHERE d.type = 'FeatureDeleted' AND c.type IN ('FeatureCreated', 'FeatureCloned')
+                 AND c.position > d.position)
+"""
 
 
 @dataclass
@@ -398,6 +417,10 @@ async def test_every_read_route_answers_at_a_past_instant_what_it_answered_then(
         assert len({m.answers[path] for m in moments}) > CHANGES // 10, path
     kinds = {re.sub(r"/(f|s)?[0-9]+", "/N", p) for m in moments for p in m.answers}
     assert len(kinds) >= len(ALWAYS) + 5  # flags, strategies, tags, segments, tokens too
+    # Flags were deleted from the archive, and some names created again after that.
+    async with app[POOL].acquire() as conn:
+        assert await conn.fetchval("SELECT count(*) FROM events WHERE type = 'FeatureDeleted'")
+        assert await conn.fetchval(RECREATED)
     # The live read models were never touched, and still match a rebuild.
     async with app[POOL].acquire() as conn:
         assert (await verify(conn)).ok

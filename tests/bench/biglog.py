@@ -34,6 +34,7 @@ from eventlog.events.features import (
     FeatureArchived,
     FeatureCloned,
     FeatureCreated,
+    FeatureDeleted,
     FeatureEnvironmentDisabled,
     FeatureEnvironmentEnabled,
     FeatureRevived,
@@ -222,15 +223,47 @@ def _flag(log: _Log) -> None:
             )
         )
     if rng.random() < 0.1:
-        events.append(FeatureArchived(name=name, project=project, archived_at=log.tick()))
+        archived_at = log.tick()
+        events.append(FeatureArchived(name=name, project=project, archived_at=archived_at))
         if rng.random() < 0.3:
             events.append(
                 FeatureRevived(
                     name=name, project=project, revived_at=log.tick(), lifecycle_stage="initial"
                 )
             )
+        elif rng.random() < 0.5:  # deleted, and its name taken again: the stream goes on
+            created = events[0]
+            assert isinstance(created, FeatureCreated)
+            events += _deleted_and_created_again(log, created, archived_at)
     log.flags.append(name)
     log.add(("feature", name), events, rng.choice(ACTORS))
+
+
+def _deleted_and_created_again(
+    log: _Log, created: FeatureCreated, archived_at: datetime
+) -> list[DomainEvent]:
+    name, project = created.name, created.project
+    return [
+        FeatureDeleted(
+            name=name,
+            project=project,
+            feature_type=created.feature_type,
+            description=created.description,
+            stale=False,
+            impression_data=created.impression_data,
+            created_at=created.created_at,
+            archived_at=archived_at,
+            deleted_at=log.tick(),
+        ),
+        msgspec.structs.replace(created, created_at=log.tick(), description="again"),
+        StrategyAdded(
+            name=name,
+            project=project,
+            environment="development",
+            strategy=_strategy(log, 0),
+            added_at=log.tick(),
+        ),
+    ]
 
 
 def _clone(log: _Log) -> None:

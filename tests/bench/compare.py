@@ -21,7 +21,10 @@ paused (SIGSTOP, continued after with SIGCONT and a second to settle): each is m
 the machine to itself, and neither's background work lands in the other's cells.
 Operations: health, create a flag and clone `src` (fresh names),
 the token listing, user search with no match (`q=user12`), one (`q=user00042`) and
-many (`q=user000`: 100 users on both, ours' whole first page), and deleting one inactive user
+many (`q=user000`: 100 users on both, ours' whole first page), the flag table of a project of
+SEARCH_FLAGS (10,000) flags as Unleash's UI opens it (`search-features`: a page of 25, newest
+first, favourites first, as a person with 5 favourites: the admin user's own token on the
+reference, an Admin person's on ours), and deleting one inactive user
 per request (POST /api/admin/user-admin/inactive/delete `{"ids": [id]}`). Before each delete
 cell a pool of inactive users is made on that server (ours: imported as created 500 and last
 seen 400 days ago; the reference: inserted as created 400 days ago, never seen), big enough
@@ -135,6 +138,18 @@ SEARCHES = {  # operation: (q, users found)
     "search-many": ("user000", 100),  # user00000 .. user00099: ours' first page exactly
 }
 WRK_TIMEOUT = "30s"
+# The flag table's cell: a project of its own with this many flags (made through each side's
+# API, several at a time; the reference's project goes into its database, as its open-source
+# edition creates none), a few of them the caller's favourites.
+SEARCH_PROJECT = "bench-search"
+SEARCH_FLAGS = int(os.environ.get("BENCH_SEARCH_FLAGS", "10000"))
+SEARCH_FAVORITES = 5
+SEARCH_PAGE = 25
+SEARCH_PATH = (
+    f"/api/admin/search/features?project=IS:{SEARCH_PROJECT}&offset=0&limit={SEARCH_PAGE}"
+    "&favoritesFirst=true&sortBy=createdAt&sortOrder=desc"
+)
+SEARCH_PERSON = ("bench-person", "Bench-Pers0n!2026")  # ours: an Admin person
 
 # Every cell's script: counts every answer's status per thread (response()), and in done()
 # adds them up with what request() handed out, and writes them after wrk's own report.
@@ -223,6 +238,7 @@ OPERATIONS = (
         Operation(name, 200, "get", f"/api/admin/user-admin/search?q={q}")
         for name, (q, _) in SEARCHES.items()
     ),
+    Operation("search-features", 200, "get", SEARCH_PATH),
     Operation("delete", 200, "delete", "/api/admin/user-admin/inactive/delete"),
 )
 
@@ -238,6 +254,7 @@ class Side:
     postmaster_pid_file: Path
     env: dict[str, str] = field(default_factory=dict)  # ours: for CLI commands
     dsn: str = ""  # the reference's database
+    person_auth: str = ""  # a person's token (the flag table's cell: favourites are theirs)
 
 
 @dataclass
@@ -411,11 +428,20 @@ async def sql_value(dsn: str, query: str, *args: object) -> Any:
         await conn.close()
 
 
-async def create_flags(base: str, admin: str, status: int, concurrency: int = 8) -> None:
-    """FLAGS flags, `concurrency` at a time; each answer must have this status."""
-    url = f"{base}/api/admin/projects/default/features"
+async def create_flags(
+    base: str,
+    admin: str,
+    status: int,
+    concurrency: int = 8,
+    *,
+    project: str = "default",
+    count: int = FLAGS,
+    prefix: str = "flag",
+) -> None:
+    """`count` flags, `concurrency` at a time; each answer must have this status."""
+    url = f"{base}/api/admin/projects/{project}/features"
     headers = {"Authorization": admin, "Content-Type": "application/json"}
-    names = iter(f"flag-{i:05d}" for i in range(FLAGS))
+    names = iter(f"{prefix}-{i:05d}" for i in range(count))
 
     async def worker(session: aiohttp.ClientSession) -> None:
         for name in names:
@@ -481,6 +507,63 @@ def reference_tokens(base: str, attempts: int = 5) -> list[str]:
             log(f"reference: 401 on its first token after signing in (try {attempt}); again")
             time.sleep(2)
     raise AssertionError  # pragma: no cover - the loop returns or raises
+
+
+REFERENCE_SEARCH_PROJECT = """
+WITH made AS (
+  INSERT INTO projects (id, name, description) VALUES ($1, 'Bench search', 'bench-compare')
+  RETURNING id
+)
+INSERT INTO project_environments (project_id, environment_name)
+SELECT made.id, e.name FROM made, environments e WHERE e.name IN ('development', 'production')
+"""
+
+
+def seed_search(side: Side) -> None:
+    """The flag table's project and its flags on one side, and the caller's favourites."""
+    started = time.perf_counter()
+    if side.name == "ours":
+        project = {"id": SEARCH_PROJECT, "name": "Bench search"}
+        call(side.base, side.admin, "POST", "/api/admin/projects", project)
+        username, password = SEARCH_PERSON
+        person = {"username": username, "password": password, "rootRole": 1}
+        call(side.base, side.admin, "POST", "/api/admin/user-admin", person)
+        side.person_auth = own_tokens(side.base, sign_in(side.base, username, password), 1)[0]
+    else:
+        asyncio.run(sql(side.dsn, REFERENCE_SEARCH_PROJECT, SEARCH_PROJECT))
+        side.person_auth = side.tokens_auth  # the admin user's own token
+    asyncio.run(
+        create_flags(
+            side.base,
+            side.admin,
+            CREATE.status(side.name),
+            16,
+            project=SEARCH_PROJECT,
+            count=SEARCH_FLAGS,
+            prefix="search",
+        )
+    )
+    for i in range(0, SEARCH_FLAGS, max(1, SEARCH_FLAGS // SEARCH_FAVORITES))[:SEARCH_FAVORITES]:
+        path = f"/api/admin/projects/{SEARCH_PROJECT}/features/search-{i:05d}/favorites"
+        call(side.base, side.person_auth, "POST", path)
+    log(
+        f"{side.name}: {SEARCH_FLAGS:,} flags in {SEARCH_PROJECT} in "
+        f"{time.perf_counter() - started:.1f} s"
+    )
+
+
+def check_search(side: Side) -> None:
+    found = call(side.base, side.person_auth, "GET", SEARCH_PATH)
+    favorites = [f["name"] for f in found["features"] if f.get("favorite")]
+    if (found["total"], len(found["features"]), len(favorites)) != (
+        SEARCH_FLAGS,
+        min(SEARCH_PAGE, SEARCH_FLAGS),
+        min(SEARCH_FAVORITES, SEARCH_PAGE, SEARCH_FLAGS),
+    ):
+        raise RuntimeError(
+            f"{side.name}: the flag table has {found['total']} flags, a page of "
+            f"{len(found['features'])}, {len(favorites)} favourites"
+        )
 
 
 def check_data_set(side: Side) -> None:
@@ -595,6 +678,8 @@ def run_cell(side: Side, op: Operation, concurrency: int, seconds: int, round_: 
     auth = side.admin
     if op.name == "tokens":
         path, auth = side.tokens_path, side.tokens_auth
+    if op.name == "search-features":
+        auth = side.person_auth
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
         script.write(script_for(side, op, threads, pool))
     args = ["wrk", "-t", str(threads), "-c", str(concurrency), "-d", f"{seconds}s"]
@@ -960,7 +1045,11 @@ def serve_and_measure(
                     dsn=dsn,
                 )
                 sides.append(reference)
+            searching = any(o.name == "search-features" for o in operations)
             for side in sides:
+                if searching:
+                    seed_search(side)
+                    check_search(side)
                 check_data_set(side)
             log(
                 f"data set loaded on {' and '.join(s.name for s in sides)} after "
@@ -969,6 +1058,8 @@ def serve_and_measure(
             cells = measure(sides, operations, seconds, rounds, probe)
             for side in sides:
                 check_data_set(side)
+                if searching:
+                    check_search(side)
     except VerifyFailedError as exc:
         log(str(exc))
         return cells, False

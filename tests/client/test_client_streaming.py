@@ -8,6 +8,8 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
+import jsonschema_rs
+import msgspec
 import pytest
 
 from tests.clientapi import PROJECT, SPEC, rich_flags, segment, strategy, switch, token
@@ -212,3 +214,45 @@ async def test_streams_take_the_pollers_query_and_hear_only_their_environment(
     assert len(change["feature"]["strategies"]) == 1
     bad = await client.get(STREAM, headers={**headers, "Unleash-Client-Spec": "banana"})
     assert bad.status == 400
+
+
+async def test_every_event_is_what_the_openapi_document_describes(client: Client) -> None:
+    """Each event read as schemathesis reads one (`{event, id, data}`) against the document's
+    `text/event-stream` schema, and its data against that schema's `contentSchema`: a document
+    that called the stream a plain string failed schemathesis' check (ST108)."""
+    made = await rich_flags(client)
+    reader = await connect(client, await token(client))
+    events = [await next_event(reader)]
+    await switch(client, "dormant")
+    events.append(await next_event(reader))
+    await ok(await client.delete(f"{PROJECT}/features/dormant", headers=ADMIN), 202)
+    events.append(await next_event(reader))
+    body = {"name": "beta", "constraints": []}
+    segments = f"/api/admin/segments/{made['segment']}"
+    await ok(await client.put(segments, json=body, headers=ADMIN), 200, 204)
+    events.append(await next_event(reader))
+    document = msgspec.json.decode(await (await client.get("/docs/openapi.json")).read())
+    answer = document["paths"][STREAM]["get"]["responses"]["200"]
+    assert list(answer["content"]) == ["text/event-stream"]
+    schema = answer["content"]["text/event-stream"]["schema"]
+    components = {"components": document["components"]}
+    each = jsonschema_rs.validator_for({**schema, **components})
+    for event in events:
+        fields = {"event": event.event, "id": event.id, "data": event.data}
+        assert [str(e) for e in each.iter_errors(fields)] == []
+    data = jsonschema_rs.validator_for(
+        {**schema["properties"]["data"]["contentSchema"], **components}
+    )
+    for event in events:
+        assert [str(e) for e in data.iter_errors(event.json())] == []
+    kinds = [(event.event, [e["type"] for e in event.json()["events"]]) for event in events]
+    assert kinds == [
+        ("unleash-connected", ["hydration"]),
+        ("unleash-updated", ["feature-updated"]),
+        ("unleash-updated", ["feature-removed"]),
+        ("unleash-updated", ["segment-updated"]),
+    ]
+    # The document refuses what the stream must not send: another event name, no id.
+    assert not each.is_valid({"event": "message", "id": "1", "data": "{}"})
+    assert not each.is_valid({"event": "unleash-updated", "data": "{}"})
+    assert not data.is_valid({"events": [{"type": "hydration"}]})

@@ -12,11 +12,16 @@ from typing import TYPE_CHECKING
 import asyncpg
 import pytest
 
-from eventlog import checks, connections, migrations
+from eventlog import appends, checks, connections, migrations
+from eventlog.events.base import Metadata
+from eventlog.events.features import FeatureArchived, FeatureCreated, FeatureStaleSet
+from projections import registry, writes
+from projections.verify import verify
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Sequence
 
+    from eventlog.codec import DomainEvent, RecordedEvent
     from eventlog.connections import Conn
     from tests.pg import PgServer
 
@@ -183,7 +188,7 @@ async def test_dropping_the_old_search_indexes_lets_readers_through(empty_dsn: s
         assert await _index_names(reader, old_indexes) == set(old_indexes)
         await long_reader.execute("BEGIN")
         await long_reader.fetchval("SELECT count(*) FROM readmodel.users")
-        migrating = asyncio.create_task(migrations.migrate(upgrading, files))
+        migrating = asyncio.create_task(migrations.migrate(upgrading, files[:21]))  # up to 0021
         await reader.execute("SET lock_timeout = '2s'")  # 20 tries' worth of one wait
         for _ in range(15):  # 1.5 s of new readers while the drop keeps trying
             assert await reader.fetchval("SELECT count(*) FROM readmodel.users") == 0
@@ -203,3 +208,75 @@ async def _index_names(conn: Conn, names: tuple[str, ...]) -> set[str]:
         list(names),
     )
     return {r["indexname"] for r in rows}
+
+
+async def test_a_log_written_before_0025_gets_its_flags_collaborators(empty_dsn: str) -> None:
+    """sql/0025 fills readmodel.feature_collaborators from the flags' events already in the log
+    exactly as the projection would have (verify rebuilds it and compares): authors as
+    Unleash's ids, a token's first name, the creator, and for a flag made again under its name
+    only the authors since."""
+
+    async def before_0025(conn: Conn, records: Sequence[RecordedEvent]) -> None:
+        """The inline projections as they were before 0025 (no collaborators table)."""
+        await writes.execute(
+            conn,
+            [
+                w
+                for record in records
+                for projection in registry.reading(type(record.event), registry.INLINE)
+                if projection.name != "feature_collaborators"
+                for w in projection.writes(record)
+            ],
+        )
+
+    def by(kind: str, actor_id: str, name: str = "n") -> Metadata:
+        return Metadata(actor_id=actor_id, actor_name=name, actor_kind=kind)
+
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def created(name: str) -> FeatureCreated:
+        return FeatureCreated(
+            name=name,
+            project="p",
+            feature_type="release",
+            description=None,
+            impression_data=False,
+            created_at=at,
+        )
+
+    def stale(value: bool) -> FeatureStaleSet:
+        return FeatureStaleSet(name="f", project="p", stale=value)
+
+    history: list[tuple[str, DomainEvent, Metadata]] = [
+        ("f", created("f"), by("api-token", "api-token:1", "ci")),
+        ("f", stale(True), by("user", "user:7", "Ann")),
+        ("f", stale(False), by("api-token", "api-token:2", "ops")),
+        ("f", stale(True), by("system", "system", "system")),
+        ("g", created("g"), by("service-account", "service-account:9")),
+        ("g", FeatureArchived(name="g", project="p", archived_at=at), by("user", "user:7")),
+        ("g", created("g"), by("api-token", "api-token:2", "ops")),
+    ]
+    files = migrations.load_migrations()
+    assert files[24].name == "flag_page"
+    conn = await connections.connect(empty_dsn)
+    try:
+        await migrations.migrate(conn, files[:24])
+        for name, event, metadata in history:
+            async with conn.transaction():
+                await appends.append(
+                    conn, ("feature", name), "any", [event], metadata, inline=before_0025
+                )
+        assert await migrations.migrate(conn) == ["0025_flag_page"]
+        rows = await conn.fetch(
+            "SELECT feature_name, user_id, actor_name, created, last_version"
+            " FROM readmodel.feature_collaborators ORDER BY feature_name, last_version"
+        )
+        assert [tuple(r) for r in rows] == [
+            ("f", 7, None, False, 2),
+            ("f", -42, "ci", True, 3),
+            ("f", -1337, "system", False, 4),
+            ("g", -42, "ops", True, 3),
+        ]
+        assert (await verify(conn)).ok
+    finally:
+        await conn.close()

@@ -173,7 +173,20 @@ async def test_verify_passes_on_a_healthy_log(any_conn: Conn) -> None:
         "feature_strategies": "matches rebuild",
         "feature_tags": "matches rebuild",
         "feature_dependencies": "matches rebuild",
+        "tag_types": "matches rebuild",
+        "tags": "matches rebuild",
+        "feature_types": "matches rebuild",
+        "strategy_definitions": "matches rebuild",
+        "strategy_deprecations": "matches rebuild",
+        "context_fields": "matches rebuild",
+        "favorite_features": "matches rebuild",
+        "favorite_projects": "matches rebuild",
+        "feature_creators": "matches rebuild",
+        "feature_collaborators": "matches rebuild",
+        "user_splashes": "matches rebuild",
+        "user_feedback": "matches rebuild",
         "activity_daily": "matches rebuild",
+        "project_activity_daily": "matches rebuild",
     }
     assert report.lines()[-1] == "verify: OK"
     # verify leaves no trace of its scratch schema

@@ -17,6 +17,16 @@ from eventlog import codec
 from eventlog.codec import UNREAD_EVENT, RecordedEvent
 from eventlog.connections import set_search_path
 from eventlog.events.base import Metadata
+from eventlog.events.features import (
+    DependencyAdded,
+    FeatureArchived,
+    FeatureCreated,
+    FeatureDeleted,
+    FeatureEnvironmentEnabled,
+    FeatureTagged,
+    StrategyAdded,
+    StrategyData,
+)
 from eventlog.events.privacy import PersonalDataErased
 from eventlog.events.users import (
     PersonalAccessTokenCreated,
@@ -158,6 +168,83 @@ async def test_edge_cases_give_the_same_rows_through_both(conn: Conn) -> None:
     assert by_sql == by_memory
     assert [r[0] for r in by_sql["personal_access_tokens"]] == [1]
     assert sorted(r[0] for r in by_sql["sessions"]) == ["x3", "x4"]
+
+
+async def test_a_deleted_flag_leaves_no_row_and_its_successor_starts_afresh(conn: Conn) -> None:
+    """A flag with a row in every table, deleted (one batch with its earlier writes, as a
+    follower runs them, and one at a time), then a flag created with its name: only the new
+    flag's rows, and the other flag's rows untouched."""
+    strategy = StrategyData(
+        id="00000000-0000-0000-0000-000000000001",
+        name="default",
+        title=None,
+        disabled=False,
+        sort_order=0,
+        constraints=[],
+        parameters={},
+        variants=[],
+        segments=[],
+    )
+    events: list[DomainEvent] = [
+        FeatureCreated(
+            name=name,
+            project="p",
+            feature_type="release",
+            description=None,
+            impression_data=False,
+            created_at=T0,
+        )
+        for name in ("gone", "stays")
+    ]
+    for n, name in enumerate(("gone", "stays")):
+        events += [
+            StrategyAdded(
+                name=name,
+                project="p",
+                environment="dev",
+                strategy=msgspec.structs.replace(strategy, id=strategy.id[:-1] + str(n)),
+                added_at=T0,
+            ),
+            FeatureEnvironmentEnabled(name=name, project="p", environment="dev"),
+            FeatureTagged(name=name, tag_type="simple", value="t", tagged_at=T0, project="p"),
+        ]
+    events += [
+        DependencyAdded(name="gone", project="p", parent="stays", enabled=True, variants=[]),
+        FeatureArchived(name="gone", project="p", archived_at=T0),
+        FeatureDeleted(
+            name="gone",
+            project="p",
+            feature_type="release",
+            description=None,
+            stale=False,
+            impression_data=False,
+            created_at=T0,
+            archived_at=T0,
+            deleted_at=T0,
+        ),
+        FeatureCreated(
+            name="gone",
+            project="q",
+            feature_type="experiment",
+            description="again",
+            impression_data=True,
+            created_at=T0 + timedelta(days=1),
+        ),
+    ]
+    for batch in (1, len(events)):
+        by_sql, by_memory = await _through_both(conn, _recorded(events), batch=batch)
+        assert by_sql == by_memory
+        assert [(r[0], r[1], r[2]) for r in by_sql["features"]] == [
+            ("gone", "q", "experiment"),
+            ("stays", "p", "release"),
+        ]
+        for table, column in (
+            ("feature_strategies", 1),
+            ("feature_environments", 0),
+            ("feature_tags", 0),
+        ):
+            assert [r[column] for r in by_sql[table]] == ["stays"], table
+        assert by_sql["feature_dependencies"] == []
 
 
 @settings(

@@ -19,12 +19,10 @@ from eventlog.events.features import (
     DependencyAdded,
     DependencyRemoved,
     EnvironmentVariantsSet,
-    FeatureArchived,
     FeatureCloned,
     FeatureCreated,
     FeatureEnvironmentDisabled,
     FeatureEnvironmentEnabled,
-    FeatureRevived,
     FeatureStaleSet,
     FeatureTagged,
     FeatureUntagged,
@@ -311,53 +309,7 @@ def test_create_feature_checks_the_name_then_the_project_then_that_the_name_is_f
         )
 
 
-# --- archive, revive, stale ---------------------------------------------------------------------
-
-
-def test_archive_feature_archives_an_active_flag_of_the_project() -> None:
-    assert domain.archive_feature("f", "p", archived=False, now=NOW) == FeatureArchived(
-        name="f", project="p", archived_at=NOW
-    )
-
-
-@pytest.mark.parametrize("archived", [None, True])
-def test_archive_feature_refuses_a_flag_that_is_missing_or_already_archived(
-    archived: bool | None,
-) -> None:
-    with pytest.raises(NotFound) as caught:
-        domain.archive_feature("f", "p", archived=archived, now=NOW)
-    assert caught.value.message == "Could not find an active flag named f in project p"
-
-
-def test_revive_features_revives_each_named_flag_once_in_the_order_given() -> None:
-    events = domain.revive_features(
-        ["b", "a", "b"], "p", project_active=True, archived_here={"a", "b", "c"}, now=NOW
-    )
-    assert events == [
-        FeatureRevived(name="b", project="p", revived_at=NOW, lifecycle_stage="initial"),
-        FeatureRevived(name="a", project="p", revived_at=NOW, lifecycle_stage="initial"),
-    ]
-
-
-def test_revive_features_refuses_a_missing_project_before_looking_at_the_names() -> None:
-    with pytest.raises(NotFound) as caught:
-        domain.revive_features(["nope"], "p", project_active=False, archived_here=set(), now=NOW)
-    assert caught.value.message == "Project p does not exist"
-
-
-def test_revive_features_is_all_or_nothing_and_names_what_is_not_archived_here() -> None:
-    with pytest.raises(NotFound) as caught:
-        domain.revive_features(
-            ["a", "x", "b", "y", "x"], "p", project_active=True, archived_here={"a", "b"}, now=NOW
-        )
-    assert caught.value.message == "No archived flag named x, y in project p"
-
-
-def test_revive_features_names_at_most_ten_missing_flags() -> None:
-    names = [f"n{i}" for i in range(12)]
-    with pytest.raises(NotFound) as caught:
-        domain.revive_features(names, "p", project_active=True, archived_here=set(), now=NOW)
-    assert caught.value.message == f"No archived flag named {', '.join(names[:10])} in project p"
+# --- stale (archive and revive: test_decide_archive.py) -------------------------------------------
 
 
 def test_mark_stale_records_only_flags_whose_staleness_changes() -> None:
@@ -1038,47 +990,72 @@ def test_clone_strategy_adds_no_group_id_to_a_strategy_without_one() -> None:
 
 def test_add_tag_tags_the_flag_with_the_trimmed_value() -> None:
     body = commands.TagBody(value="  beta  ")
-    assert domain.add_tag("f", body, project="p", has_tag=False, now=NOW) == FeatureTagged(
-        name="f", tag_type="simple", value="beta", tagged_at=NOW, project="p"
-    )
+    assert domain.add_tag(
+        "f", body, type_exists=True, project="p", has_tag=False, now=NOW
+    ) == FeatureTagged(name="f", tag_type="simple", value="beta", tagged_at=NOW, project="p")
 
 
 @pytest.mark.parametrize("value", ["ab", "x" * 50, " " + "y" * 50 + " "])
 def test_add_tag_accepts_values_of_2_to_50_characters_after_trimming(value: str) -> None:
-    event = domain.add_tag("f", commands.TagBody(value=value), project="p", has_tag=False, now=NOW)
+    event = domain.add_tag(
+        "f", commands.TagBody(value=value), type_exists=True, project="p", has_tag=False, now=NOW
+    )
     assert event.value == value.strip()
 
 
 @pytest.mark.parametrize("value", ["", "a", "  a  ", "x" * 51])
 def test_add_tag_refuses_a_value_too_short_or_too_long(value: str) -> None:
     with pytest.raises(ValidationError) as caught:
-        domain.add_tag("f", commands.TagBody(value=value), project="p", has_tag=False, now=NOW)
+        domain.add_tag(
+            "f",
+            commands.TagBody(value=value),
+            type_exists=True,
+            project="p",
+            has_tag=False,
+            now=NOW,
+        )
     assert caught.value.message == "Tag value must be 2 to 50 characters - at `$.value`"
 
 
 def test_add_tag_refuses_an_unknown_tag_type() -> None:
     body = commands.TagBody(type="team", value="core")
     with pytest.raises(ValidationError) as caught:
-        domain.add_tag("f", body, project="p", has_tag=False, now=NOW)
+        domain.add_tag("f", body, type_exists=False, project="p", has_tag=False, now=NOW)
     assert caught.value.message == "Tag type team does not exist - at `$.type`"
 
 
 def test_add_tag_refuses_a_flag_that_is_not_active() -> None:
     with pytest.raises(NotFound) as caught:
-        domain.add_tag("f", commands.TagBody(value="beta"), project=None, has_tag=False, now=NOW)
+        domain.add_tag(
+            "f",
+            commands.TagBody(value="beta"),
+            type_exists=True,
+            project=None,
+            has_tag=False,
+            now=NOW,
+        )
     assert caught.value.message == "There is no active flag named f"
 
 
 def test_add_tag_refuses_a_tag_the_flag_already_has() -> None:
     with pytest.raises(Conflict) as caught:
-        domain.add_tag("f", commands.TagBody(value=" beta "), project="p", has_tag=True, now=NOW)
+        domain.add_tag(
+            "f",
+            commands.TagBody(value=" beta "),
+            type_exists=True,
+            project="p",
+            has_tag=True,
+            now=NOW,
+        )
     assert caught.value.message == "Flag f already has the tag simple:beta"
     assert caught.value.status == 409
 
 
 def test_add_tag_checks_value_then_type_then_flag_then_duplicate() -> None:
     def attempt(body: commands.TagBody) -> None:
-        domain.add_tag("f", body, project=None, has_tag=True, now=NOW)
+        domain.add_tag(
+            "f", body, type_exists=body.type == "simple", project=None, has_tag=True, now=NOW
+        )
 
     with pytest.raises(ValidationError, match="Tag value must be"):
         attempt(commands.TagBody(type="team", value="x"))

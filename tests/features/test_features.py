@@ -18,7 +18,16 @@ from projections.verify import verify
 from service import auth
 from service.appkeys import POOL
 from tests.conftest import as_principal
-from tests.factories import ADMIN, FEATURES, ISO, append, create, error, event_count
+from tests.factories import (
+    ADMIN,
+    ADMIN_AUTHOR,
+    FEATURES,
+    ISO,
+    append,
+    create,
+    error,
+    event_count,
+)
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -57,6 +66,7 @@ def expected_feature(name: str, created_at: str, **overrides: Any) -> dict[str, 
         "project": "default",
         "enabled": False,
         "stale": False,
+        "potentiallyStale": False,
         "favorite": False,
         "impressionData": False,
         "archived": False,
@@ -73,6 +83,9 @@ def expected_feature(name: str, created_at: str, **overrides: Any) -> dict[str, 
         "children": [],
         "dependencies": [],
         "lifecycle": {"stage": "initial", "enteredStageAt": created_at},
+        "createdBy": ADMIN_AUTHOR,
+        "collaborators": {"users": [ADMIN_AUTHOR]},
+        "links": [],
     } | overrides
 
 

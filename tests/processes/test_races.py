@@ -138,6 +138,17 @@ async def service_account_tokens(client: Client) -> Race:
     return Race("POST", path, same(body), 201, ADMIN, PAT_CREATED)
 
 
+async def strategy_types(_client: Client) -> Race:
+    body = {"name": "race-type", "parameters": []}
+    created = "StrategyDefinitionCreated"
+    return Race("POST", "/api/admin/strategies", same(body), 201, ADMIN, created)
+
+
+async def context_fields(_client: Client) -> Race:
+    body = {"name": "race-field"}
+    return Race("POST", "/api/admin/context", same(body), 201, ADMIN, "ContextFieldCreated")
+
+
 RACES: dict[str, Callable[[Client], Awaitable[Race]]] = {
     "projects": projects,
     "environments": environments,
@@ -151,6 +162,8 @@ RACES: dict[str, Callable[[Client], Awaitable[Race]]] = {
     "service accounts": service_accounts,
     "own personal access tokens": own_tokens,
     "service-account tokens": service_account_tokens,
+    "strategy types": strategy_types,
+    "context fields": context_fields,
 }
 
 

@@ -40,10 +40,16 @@ async def test_a_new_install_has_the_default_project(client: Client) -> None:
                 "id": "default",
                 "name": "Default",
                 "description": "Default project",
+                "health": 100,
+                "featureCount": 0,
+                "memberCount": 0,
                 "createdAt": created,
                 "archivedAt": None,
-                "featureCount": 0,
                 "mode": "open",
+                "lastReportedFlagUsage": None,
+                "lastUpdatedAt": None,
+                "owners": [{"ownerType": "system"}],
+                "favorite": False,
             }
         ],
     }

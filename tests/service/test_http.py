@@ -85,7 +85,8 @@ async def test_not_ready_when_the_database_is_gone(client: Client, app: web.Appl
     assert message == "The database does not answer"
 
 
-@pytest.mark.parametrize("path", ["/nope", "/api/nope", "/api/admin/nope"])
+# (Any other unknown path is the web UI's page: tests/service/test_ui.py.)
+@pytest.mark.parametrize("path", ["/docs/nope", "/api/nope", "/api/admin/nope"])
 async def test_unknown_routes_are_404_json(client: Client, path: str) -> None:
     await error_of(await client.get(path, headers=ADMIN), 404, "NotFoundError")
 

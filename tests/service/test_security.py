@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
     Client = TestClient[Any, Any]
 
+UI_ASSET = "index-T3stHash.js"  # of the web UI's stand-in build (tests/ui_sample)
 ENVIRONMENT = "/api/admin/projects/{projectId}/features/{featureName}/environments/{environment}"
 STRATEGIES = ENVIRONMENT + "/strategies"
 DEPENDENCIES = "/api/admin/projects/{projectId}/features/{child}/dependencies"
@@ -100,6 +101,13 @@ ROUTE_PERMISSIONS = [
     ("POST", "/api/admin/projects/{projectId}/revive", "UPDATE_FEATURE"),
     ("POST", "/api/admin/projects/{projectId}/stale", "UPDATE_FEATURE"),
     ("POST", "/api/admin/projects/{projectId}/features/{featureName}/clone", "CREATE_FEATURE"),
+    ("POST", "/api/admin/projects/{projectId}/archive", "DELETE_FEATURE"),
+    ("POST", "/api/admin/projects/{projectId}/archive/validate", "DELETE_FEATURE"),
+    ("POST", "/api/admin/projects/{projectId}/delete", "DELETE_FEATURE"),
+    ("GET", "/api/admin/archive/features", "READ"),
+    ("GET", "/api/admin/archive/features/{projectId}", "READ"),
+    ("POST", "/api/admin/archive/revive/{featureName}", "UPDATE_FEATURE"),
+    ("DELETE", "/api/admin/archive/{featureName}", "DELETE_FEATURE"),
     ("GET", STRATEGIES, "READ"),
     ("POST", STRATEGIES, "UPDATE_FEATURE"),
     ("PUT", f"{STRATEGIES}/{{strategyId}}", "UPDATE_FEATURE"),
@@ -118,6 +126,33 @@ ROUTE_PERMISSIONS = [
     ("GET", "/api/admin/segments/{id}", "READ"),
     ("PUT", "/api/admin/segments/{id}", "UPDATE_SEGMENT"),
     ("DELETE", "/api/admin/segments/{id}", "DELETE_SEGMENT"),
+    ("GET", "/api/admin/tag-types", "READ"),
+    ("POST", "/api/admin/tag-types", "CREATE_TAG_TYPE"),
+    ("POST", "/api/admin/tag-types/validate", "READ"),
+    ("GET", "/api/admin/tag-types/{name}", "READ"),
+    ("PUT", "/api/admin/tag-types/{name}", "UPDATE_TAG_TYPE"),
+    ("DELETE", "/api/admin/tag-types/{name}", "DELETE_TAG_TYPE"),
+    ("GET", "/api/admin/tags", "READ"),
+    ("POST", "/api/admin/tags", "UPDATE_FEATURE"),
+    ("GET", "/api/admin/tags/{type}", "READ"),
+    ("GET", "/api/admin/feature-types", "READ"),
+    ("PUT", "/api/admin/feature-types/{id}/lifetime", "ADMIN"),
+    ("GET", "/api/admin/strategies", "READ"),
+    ("POST", "/api/admin/strategies", "CREATE_STRATEGY"),
+    ("GET", "/api/admin/strategies/{name}", "READ"),
+    ("PUT", "/api/admin/strategies/{name}", "UPDATE_STRATEGY"),
+    ("DELETE", "/api/admin/strategies/{name}", "DELETE_STRATEGY"),
+    ("POST", "/api/admin/strategies/{strategyName}/deprecate", "UPDATE_STRATEGY"),
+    ("POST", "/api/admin/strategies/{strategyName}/reactivate", "UPDATE_STRATEGY"),
+    ("GET", "/api/admin/context", "READ"),
+    ("POST", "/api/admin/context", "CREATE_CONTEXT_FIELD"),
+    ("POST", "/api/admin/context/validate", "UPDATE_CONTEXT_FIELD"),
+    ("GET", "/api/admin/context/{contextField}", "READ"),
+    ("PUT", "/api/admin/context/{contextField}", "UPDATE_CONTEXT_FIELD"),
+    ("DELETE", "/api/admin/context/{contextField}", "DELETE_CONTEXT_FIELD"),
+    ("GET", "/api/admin/context/{contextField}/strategies", "READ"),
+    ("POST", "/api/admin/segments/validate", "READ"),
+    ("GET", "/api/admin/segments/{id}/strategies", "READ"),
     ("GET", "/api/admin/events", "ADMIN"),
     ("GET", "/api/admin/events/{featureName}", "READ"),
     ("GET", "/api/admin/search/events", "READ"),
@@ -131,6 +166,46 @@ ROUTE_PERMISSIONS = [
     ("POST", "/api/frontend", "FRONTEND"),
     ("POST", "/api/frontend/client/register", "FRONTEND"),
     ("POST", "/api/frontend/client/metrics", "FRONTEND"),
+    ("POST", "/api/admin/projects/{projectId}/features/{featureName}/favorites", "OWN_ACCOUNT"),
+    ("DELETE", "/api/admin/projects/{projectId}/features/{featureName}/favorites", "OWN_ACCOUNT"),
+    ("POST", "/api/admin/projects/{projectId}/favorites", "OWN_ACCOUNT"),
+    ("DELETE", "/api/admin/projects/{projectId}/favorites", "OWN_ACCOUNT"),
+    ("GET", "/api/admin/projects/{projectId}/overview", "READ"),
+    ("GET", "/api/admin/projects/{projectId}/status", "READ"),
+    ("GET", "/api/admin/projects/{projectId}/flag-creators", "READ"),
+    ("GET", "/api/admin/personal-dashboard", "OWN_ACCOUNT"),
+    ("GET", "/api/admin/personal-dashboard/{projectId}", "OWN_ACCOUNT"),
+    ("GET", "/api/admin/search/features", "READ"),
+    # A flag's page in Unleash's UI (issue 42).
+    ("PATCH", "/api/admin/projects/{projectId}/features/{featureName}", "UPDATE_FEATURE"),
+    ("POST", "/api/admin/features/validate", "READ"),
+    ("GET", f"{STRATEGIES}/{{strategyId}}", "READ"),
+    ("PATCH", f"{STRATEGIES}/{{strategyId}}", "UPDATE_FEATURE"),
+    ("POST", f"{STRATEGIES}/set-sort-order", "UPDATE_FEATURE"),
+    ("GET", f"{ENVIRONMENT}/variants", "READ"),
+    ("PATCH", f"{ENVIRONMENT}/variants", "UPDATE_FEATURE"),
+    (
+        "PUT",
+        "/api/admin/projects/{projectId}/features/{featureName}/variants-batch",
+        "UPDATE_FEATURE",
+    ),
+    ("PUT", "/api/admin/features/{featureName}/tags", "UPDATE_FEATURE"),
+    ("GET", "/api/admin/projects/{projectId}/features/{child}/parents", "READ"),
+    ("GET", "/api/admin/projects/{projectId}/features/{parent}/parent-variants", "READ"),
+    ("GET", "/api/admin/projects/{projectId}/dependencies", "READ"),
+    ("GET", "/api/admin/segments/strategies/{strategyId}", "READ"),
+    ("POST", "/api/admin/constraints/validate", "READ"),
+    ("GET", "/api/admin/client-metrics/features/{name}", "READ"),
+    ("GET", "/api/admin/client-metrics/features/{name}/raw", "READ"),
+    ("GET", "/api/admin/ui-config", "READ"),
+    ("POST", "/api/admin/record-ui-error", "READ"),
+    ("GET", "/api/admin/user/profile", "OWN_ACCOUNT"),
+    ("POST", "/api/admin/splash/{id}", "OWN_ACCOUNT"),
+    ("POST", "/api/admin/feedback", "OWN_ACCOUNT"),
+    ("PUT", "/api/admin/feedback/{id}", "OWN_ACCOUNT"),
+    ("GET", "/", "PUBLIC"),
+    ("GET", "/static/{file}", "PUBLIC"),
+    ("GET", "/{path}", "PUBLIC"),
 ]
 # The root roles' permissions, as the README documents them (ADMIN implies every other one).
 ROLE_PERMISSIONS = {
@@ -145,6 +220,15 @@ ROLE_PERMISSIONS = {
         "CREATE_SEGMENT",
         "UPDATE_SEGMENT",
         "DELETE_SEGMENT",
+        "CREATE_TAG_TYPE",
+        "UPDATE_TAG_TYPE",
+        "DELETE_TAG_TYPE",
+        "CREATE_STRATEGY",
+        "UPDATE_STRATEGY",
+        "DELETE_STRATEGY",
+        "CREATE_CONTEXT_FIELD",
+        "UPDATE_CONTEXT_FIELD",
+        "DELETE_CONTEXT_FIELD",
     },
     3: {"READ"},
 }
@@ -207,7 +291,7 @@ async def test_public_routes_run_without_credentials(client: Client) -> None:
         if permission != "PUBLIC":
             continue
         body = {"username": "nobody", "password": "Wr0ng!Passw0rd#1"}
-        path = template.replace("{asset}", "swagger-ui.css")
+        path = template.replace("{asset}", "swagger-ui.css").replace("{file}", UI_ASSET)
         resp = await client.request(method, path, json=body, allow_redirects=False)
         if template == "/auth/simple/login":  # the route itself ran and refused the password
             assert (await resp.json())["name"] == "PasswordMismatch"

@@ -30,6 +30,7 @@ async def clone_feature(request: web.Request) -> web.Response:
     async with unit_of_work(request) as uow:
         # The target project first: the copy reads which environments it has.
         project_active = bool(await uow.conn.fetchval(queries.LOCK_PROJECT_SHARED, project_id))
+        version = await queries.freed_stream(uow.conn, cmd.name)  # before the name's holder
         context = await queries.lock_clone_source(uow.conn, source_name, project_id, cmd.name)
         event = domain.clone_feature(
             cmd,
@@ -41,9 +42,16 @@ async def clone_feature(request: web.Request) -> web.Response:
             new_id=_new_id,
             now=datetime.now(UTC),
         )
-        await uow.append(domain.stream(cmd.name), [event], actor(request), new=True)
+        await uow.append(
+            domain.stream(cmd.name),
+            [event],
+            actor(request),
+            new=version is None,
+            at_version=version,
+        )
+        people = (await queries.collaborators(uow.conn, [cmd.name]))[cmd.name]
     assert context.environments is not None  # the decision needs the source
-    return json_response(Feature.created(event, context.environments))
+    return json_response(Feature.created(event, context.environments, people))
 
 
 ROUTES = [

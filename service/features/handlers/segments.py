@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from service import auth
+from service.appkeys import POOL
 from service.errors import Conflict, NameExists
 from service.features import domain, queries
-from service.features.commands import SegmentBody
-from service.features.responses import Segment, SegmentList
+from service.features.commands import SegmentBody, SegmentName
+from service.features.responses import Segment, SegmentList, SegmentStrategies, SegmentStrategy
 from service.http.answers import empty, json_response
 from service.http.past import reading
 from service.http.requests import actor, read_json, unit_of_work
 from service.http.routes import NUMBERED, Link, Route
 
 if TYPE_CHECKING:
+    import asyncpg
     from aiohttp import web
 
 
@@ -39,6 +42,44 @@ async def get_segment(request: web.Request) -> web.Response:
     if row is None:
         raise domain.segment_missing(segment_id)
     return json_response(Segment.from_row(row))
+
+
+async def validate_segment(request: web.Request) -> web.Response:
+    """Whether a segment may take this name: 204 when it is valid and free, 400 when it breaks
+    the rule of names (1 to 100 characters), 409 when a segment has it (as creating it would
+    answer). The segment forms of Unleash's UI ask as the name is typed."""
+    body = await read_json(request, SegmentName)
+    async with request.app[POOL].acquire() as conn:
+        taken = await conn.fetchval(queries.SEGMENT_NAME_TAKEN, body.name, 0)
+    domain.segment_name_free(body.name, taken=taken)
+    return empty(204)
+
+
+# Segment ids are PostgreSQL integers from 1 on: another number is no segment's.
+_SEGMENT_IDS: Final = range(1, 2**31)
+
+
+def _segment_number(request: web.Request) -> int | None:
+    """The path's `id` (a whole number: the route's pattern); None when no segment can have
+    it."""
+    value = request.match_info["id"]
+    digits = value.lstrip("0")
+    if value.startswith("-") or len(digits) > len(str(_SEGMENT_IDS.stop)):
+        return None  # and no int() of thousands of digits, which Python refuses
+    number = int(digits or "0")
+    return number if number in _SEGMENT_IDS else None
+
+
+async def get_strategies_by_segment_id(request: web.Request) -> web.Response:
+    """The strategies that use the segment, those of archived flags too (they keep it from
+    being deleted); none for a number that is no segment's id, as in Unleash. Unleash's UI
+    reads them before it offers to delete a segment."""
+    segment_id = _segment_number(request)
+    rows: list[asyncpg.Record] = []
+    async with reading(request) as conn:  # entered for every id: it checks `?at=` too
+        if segment_id is not None:
+            rows = await conn.fetch(queries.STRATEGIES_USING_SEGMENT, segment_id)
+    return json_response(SegmentStrategies(strategies=[SegmentStrategy.from_row(r) for r in rows]))
 
 
 async def create_segment(request: web.Request) -> web.Response:
@@ -86,6 +127,18 @@ async def delete_segment(request: web.Request) -> web.Response:
     return empty(204)
 
 
+async def segments_of_strategy(request: web.Request) -> web.Response:
+    """The segments a strategy uses (the UI's strategy form reads them); none for an id that
+    is no strategy's, as in Unleash."""
+    try:
+        strategy_id = uuid.UUID(request.match_info["strategyId"])
+    except ValueError:
+        return json_response(SegmentList(segments=[]))
+    async with reading(request) as conn:
+        rows = await conn.fetch(queries.SEGMENTS_OF_STRATEGY, strategy_id)
+    return json_response(SegmentList(segments=[Segment.from_row(r) for r in rows]))
+
+
 ROUTES = [
     Route("GET", "/api/admin/segments", list_segments, auth.READ, ok={200: SegmentList}, past=True),
     Route(
@@ -100,7 +153,7 @@ ROUTES = [
     ),
     Route(
         "GET",
-        "/api/admin/segments/{id}",
+        "/api/admin/segments/{id:\\d+}",
         get_segment,
         auth.READ,
         ok={200: Segment},
@@ -108,8 +161,26 @@ ROUTES = [
         params=NUMBERED,
     ),
     Route(
+        "POST",
+        "/api/admin/segments/validate",
+        validate_segment,
+        auth.READ,
+        body=SegmentName,
+        ok={204: None},
+        errors=(NameExists,),
+    ),
+    Route(
+        "GET",
+        "/api/admin/segments/{id:-?[0-9]+}/strategies",
+        get_strategies_by_segment_id,
+        auth.READ,
+        ok={200: SegmentStrategies},
+        past=True,
+        params={"id": int},
+    ),
+    Route(
         "PUT",
-        "/api/admin/segments/{id}",
+        "/api/admin/segments/{id:\\d+}",
         update_segment,
         auth.UPDATE_SEGMENT,
         body=SegmentBody,
@@ -119,11 +190,19 @@ ROUTES = [
     ),
     Route(
         "DELETE",
-        "/api/admin/segments/{id}",
+        "/api/admin/segments/{id:\\d+}",
         delete_segment,
         auth.DELETE_SEGMENT,
         ok={204: None},
         errors=(Conflict,),
         params=NUMBERED,
+    ),
+    Route(
+        "GET",
+        "/api/admin/segments/strategies/{strategyId}",
+        segments_of_strategy,
+        auth.READ,
+        ok={200: SegmentList},
+        past=True,
     ),
 ]

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from service import auth
 from service.errors import Conflict, NotFound
 from service.features import domain, queries
-from service.features.commands import TagBody
+from service.features.commands import TagBody, UpdateTags
 from service.features.responses import Tag, TagList
 from service.http.answers import empty, json_response
 from service.http.past import reading
@@ -35,9 +35,12 @@ async def add_tag(request: web.Request) -> web.Response:
     body = await read_json(request, TagBody)
     value = domain.tag_value(body.value)
     async with unit_of_work(request) as uow:
+        # The tag type before the flag: deleting a type locks it, then the flags it untags.
+        type_exists = await uow.conn.fetchval(queries.LOCK_TAG_TYPE_SHARED, body.type)
         event = domain.add_tag(
             name,
             body,
+            type_exists=type_exists is not None,
             project=await uow.conn.fetchval(queries.LOCK_FEATURE_BY_NAME, name),
             has_tag=await uow.conn.fetchval(queries.HAS_TAG, name, body.type, value),
             now=datetime.now(UTC),
@@ -61,6 +64,31 @@ async def remove_tag(request: web.Request) -> web.Response:
     return empty()
 
 
+async def update_tags(request: web.Request) -> web.Response:
+    """Unleash's bulk edit of a flag's tags (the UI's tag dialog): 200 with the flag's tags."""
+    name = request.match_info["featureName"]
+    body = await read_json(request, UpdateTags)
+    async with unit_of_work(request) as uow:
+        # The tag types first, then the flag: the order a tag type's deletion takes them in.
+        wanted = sorted({tag.type for tag in body.added_tags})
+        known = {r["name"] for r in await uow.conn.fetch(queries.LOCK_TAG_TYPES_SHARED, wanted)}
+        project = await uow.conn.fetchval(queries.LOCK_FEATURE_BY_NAME, name)
+        current = {(r["type"], r["value"]) for r in await uow.conn.fetch(queries.TAGS, name)}
+        events = domain.update_tags(
+            name,
+            body.added_tags,
+            body.removed_tags,
+            known_types=known,
+            project=project,
+            current=current,
+            now=datetime.now(UTC),
+        )
+        if events:
+            await uow.append(domain.stream(name), events, actor(request))
+        rows = await uow.conn.fetch(queries.TAGS, name)
+    return json_response(TagList.from_rows(rows))
+
+
 ROUTES = [
     Route("GET", BASE, list_tags, auth.READ, ok={200: TagList}, past=True),
     Route(
@@ -73,4 +101,5 @@ ROUTES = [
         errors=(Conflict,),
     ),
     Route("DELETE", BASE + "/{type}/{value}", remove_tag, auth.UPDATE_FEATURE),
+    Route("PUT", BASE, update_tags, auth.UPDATE_FEATURE, body=UpdateTags, ok={200: TagList}),
 ]

@@ -18,8 +18,10 @@ from service.users.commands import ChangePassword, CreateUser, UpdateUser
 from service.users.responses import (
     ApiMe,
     ApiUser,
+    Feedback,
     Me,
     Permission,
+    Profile,
     RoleList,
     User,
     UserList,
@@ -113,19 +115,30 @@ async def change_password(request: web.Request) -> web.Response:
 
 async def current_user(request: web.Request) -> web.Response:
     """Who the caller is, in Unleash's shape: the account (or the API token) and its root
-    permissions (`ADMIN` alone for admins; none for viewers)."""
+    role's permissions by Unleash's names (`ADMIN` alone for admins; none for viewers), which
+    Unleash's web UI checks to offer what the role may do."""
     who = principal(request)
     row = None
+    feedback: list[Feedback] = []
+    splash: dict[str, bool] = {}
     if who.account_id is not None:
-        row = await request.app[POOL].fetchrow(queries.GET_ACCOUNT, who.account_id)
-    permissions = (
-        [auth.ADMIN]
-        if auth.ADMIN in who.permissions
-        else sorted(who.permissions - {auth.READ, auth.OWN_ACCOUNT})
-    )
+        async with request.app[POOL].acquire() as conn:
+            row = await conn.fetchrow(queries.GET_ACCOUNT, who.account_id)
+            if who.kind == "user":  # people only: the web UI's own state
+                rows = await conn.fetch(queries.FEEDBACK, who.account_id)
+                feedback = [Feedback.from_row(who.account_id, r) for r in rows]
+                splash = {
+                    r["splash_id"]: True for r in await conn.fetch(queries.SPLASHES, who.account_id)
+                }
+    permissions = auth.unleash_permissions(who.permissions)
     granted = [Permission(permission=p) for p in permissions]
     body = (
-        Me(user=User.from_row(row, permissions), permissions=granted, feedback=[], splash={})
+        Me(
+            user=User.from_row(row, permissions),
+            permissions=granted,
+            feedback=feedback,
+            splash=splash,
+        )
         if row is not None
         else ApiMe(
             user=ApiUser(is_api=True, username=who.name, permissions=permissions),
@@ -139,6 +152,20 @@ async def current_user(request: web.Request) -> web.Response:
     return response
 
 
+async def current_profile(request: web.Request) -> web.Response:
+    """The caller's profile, as Unleash's web UI reads it on its projects page: their root role,
+    and the projects they are a member of, which flagstore does not have (a root role holds in
+    every project), so none; no e-mail subscriptions, no features."""
+    who = principal(request)
+    assert who.account_id is not None  # OWN_ACCOUNT: a person
+    row = await request.app[POOL].fetchrow(queries.GET_ACCOUNT, who.account_id)
+    if row is None:
+        raise domain.user_missing(who.account_id)
+    roles = root_roles([row["root_role"]])
+    role = roles[0] if roles else None
+    return json_response(Profile(root_role=role, projects=[], subscriptions=[], features=[]))
+
+
 def user_id_or_404(value: str) -> int:
     if not (value.isascii() and value.isdigit()) or len(value) > 18:
         raise domain.user_missing(value[:40])
@@ -148,6 +175,7 @@ def user_id_or_404(value: str) -> int:
 ROUTES = [
     Route("GET", "/api/admin/roles", list_roles, auth.READ, ok={200: RoleList}),
     Route("GET", "/api/admin/user", current_user, auth.READ, ok={200: (Me, ApiMe)}),
+    Route("GET", "/api/admin/user/profile", current_profile, auth.OWN_ACCOUNT, ok={200: Profile}),
     Route("GET", "/api/admin/user-admin", list_users, auth.ADMIN, ok={200: UserList}, past=True),
     Route(
         "POST",

@@ -1,0 +1,1 @@
+"""Context fields (`/api/admin/context`): the built-in ones and custom ones."""

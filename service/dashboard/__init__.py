@@ -1,0 +1,1 @@
+"""The personal dashboard: a person's flags and projects, and a project's latest events."""

@@ -1,0 +1,1 @@
+"""Favourites: the flags and projects a person marks, per person."""

@@ -1,0 +1,1 @@
+"""The flag table: `GET /api/admin/search/features`, Unleash's search of flags."""

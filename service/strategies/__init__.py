@@ -1,0 +1,1 @@
+"""Strategy types (`/api/admin/strategies`): the built-in ones and custom ones."""
