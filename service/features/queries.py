@@ -90,16 +90,16 @@ SORT_ORDERS_IN = """
 SELECT id::text AS id, sort_order FROM feature_strategies
 WHERE feature_name = $1 AND environment = $2
 """
-# The disabled strategies of a flag in one environment, as StrategyData (switching it on with
-# shouldActivateDisabledStrategies enables them).
-DISABLED_STRATEGIES_IN = """
+# The strategies of a flag in one environment, in order, as StrategyData (what switching it on
+# decides on: enable the disabled ones, or add the default strategy).
+STRATEGIES_DATA_IN = """
 SELECT coalesce(json_agg(json_build_object(
            'environment', s.environment, 'id', s.id, 'name', s.name, 'title', s.title,
            'disabled', s.disabled, 'sort_order', s.sort_order,
            'constraints', s.constraints, 'parameters', s.parameters,
            'variants', s.variants, 'segments', s.segments)
            ORDER BY s.sort_order, s.created_at, s.id), '[]')
-FROM feature_strategies s WHERE s.feature_name = $1 AND s.environment = $2 AND s.disabled
+FROM feature_strategies s WHERE s.feature_name = $1 AND s.environment = $2
 """
 # The segments a strategy uses (GET /api/admin/segments/strategies/:id), by id.
 SEGMENTS_OF_STRATEGY = (
@@ -483,8 +483,8 @@ async def lock_clone_source(
     return CloneContext(clone_source, context["holder_archived"], context)
 
 
-async def disabled_strategies(conn: Conn, target: domain.Target) -> list[StrategyData]:
-    found = await conn.fetchval(DISABLED_STRATEGIES_IN, target.feature, target.environment)
+async def strategies_in(conn: Conn, target: domain.Target) -> list[StrategyData]:
+    found = await conn.fetchval(STRATEGIES_DATA_IN, target.feature, target.environment)
     return [
         msgspec.convert(s, StrategyData, from_attributes=True)
         for s in _source_strategies.decode(found)
