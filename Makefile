@@ -44,8 +44,9 @@ fmt: install
 schema: install
 	$(BIN)/python -m tools.schema
 
-# The page at /docs/openapi/ in Debian's Chromium (apt-get install chromium), driven by
-# Playwright; SCREENSHOT=docs/openapi-page.png keeps its screenshot.
+# The page at /docs/openapi/, and sign-in in the web UI (the build `install` fetched), in
+# Debian's Chromium (apt-get install chromium), driven by Playwright;
+# SCREENSHOT=docs/openapi-page.png keeps the former's screenshot.
 browser-test: install
 	$(BIN)/python -m pip install --quiet -e '.[embedded,dev,browser]'
 	$(BIN)/python -m pytest -p no:cacheprovider -m browser tests/browser
