@@ -52,18 +52,26 @@ FEATURE_IN_PROJECT = _FEATURE + "WHERE f.name = $1 AND f.project = $2"
 ACTIVE_FEATURES_IN_PROJECT = (
     _FEATURE + "WHERE f.project = $1 AND f.archived_at IS NULL ORDER BY f.name"
 )
-# The environments of each flag's project, with the flag's switch and variants there, and when
-# an SDK last reported it there (SDK metrics, service/telemetry: not from the log, so a past
-# state shows the latest). A sighting before the flag's creation was of a deleted namesake.
+# The environments of each flag's project, with the flag's switch and variants there, when an
+# SDK last reported it there and its counts there in the last hour (SDK metrics,
+# service/telemetry: not from the log, so a past state shows the latest; Unleash's `yes` and
+# `no`). A sighting before the flag's creation was of a deleted namesake.
 ENVIRONMENTS_OF = """
 SELECT f.name AS feature, e.name, e.type, e.sort_order, coalesce(fe.enabled, false) AS enabled,
-       coalesce(fe.variants, '[]'::jsonb)::text AS variants, l.last_seen_at
+       coalesce(fe.variants, '[]'::jsonb)::text AS variants, l.last_seen_at,
+       coalesce(m.yes, 0) AS yes, coalesce(m.no, 0) AS no
 FROM features f
 JOIN project_environments pe ON pe.project_id = f.project
 JOIN environments e ON e.name = pe.environment
 LEFT JOIN feature_environments fe ON fe.feature_name = f.name AND fe.environment = e.name
 LEFT JOIN telemetry.feature_last_seen l
        ON l.feature_name = f.name AND l.environment = e.name AND l.last_seen_at >= f.created_at
+LEFT JOIN LATERAL (
+    SELECT sum(h.yes)::bigint AS yes, sum(h.no)::bigint AS no
+    FROM telemetry.client_metrics_hourly h
+    WHERE h.feature_name = f.name AND h.environment = e.name
+      AND h.hour >= greatest(now() - interval '1 hour', date_trunc('hour', f.created_at))
+) m ON true
 WHERE f.name = ANY($1::text[])
 ORDER BY f.name, e.sort_order, e.name
 """
