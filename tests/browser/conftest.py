@@ -81,10 +81,11 @@ def target(request: pytest.FixtureRequest) -> Iterator[Target]:
     yield from _ours(request.getfixturevalue("pg18"))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def playwright(target: Target) -> Iterator[Playwright]:
-    """After the target: the sync API runs its event loop in this thread from here on, and the
-    target's set-up and clean-up call asyncio.run (which a running loop forbids)."""
+    """After the target: the sync API runs its event loop in this thread while it is open, and
+    the target's set-up calls asyncio.run (which a running loop forbids). Per module: it stops
+    before the async tests of the other modules (test_page.py) need the thread's loop."""
     # Imported here: `make test` collects this folder too (and deselects it), without the
     # browser extra installed.
     from playwright.sync_api import sync_playwright  # noqa: PLC0415
@@ -93,7 +94,7 @@ def playwright(target: Target) -> Iterator[Playwright]:
         yield driver
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium(playwright: Playwright) -> Iterator[Browser]:
     executable = shutil.which(CHROMIUM)
     assert executable is not None, "Chromium is needed: apt-get install chromium"
@@ -102,7 +103,7 @@ def chromium(playwright: Playwright) -> Iterator[Browser]:
     browser.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def signed_in(chromium: Browser, target: Target) -> dict[str, Any]:
     """The browser state of one sign-in (its session cookie), shared by the journeys: each
     sign-in counts against the limits, and Unleash keeps few sessions per user."""
