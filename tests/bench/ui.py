@@ -136,7 +136,7 @@ def signed_in(browser: Browser, side: Side) -> dict[str, Any]:
 
 
 def prepared(browser: Browser, state: dict[str, Any], side: Side) -> BrowserContext:
-    context = browser.new_context(storage_state=state, viewport={"width": 1400, "height": 1000})  # type: ignore[arg-type]
+    context = browser.new_context(storage_state=state, viewport={"width": 1400, "height": 1000})  # type: ignore[arg-type, unused-ignore]
     context.route(re.compile(OUTSIDE), lambda route: route.abort("namenotresolved"))
     context.add_init_script(OBSERVER)
 

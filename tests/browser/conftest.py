@@ -149,7 +149,7 @@ FAILED = pytest.StashKey[bool]()
 def _journey(
     request: pytest.FixtureRequest, browser: Browser, target: Target, state: dict[str, Any] | None
 ) -> Iterator[Journey]:
-    context = browser.new_context(storage_state=state, viewport=VIEWPORT)  # type: ignore[arg-type]
+    context = browser.new_context(storage_state=state, viewport=VIEWPORT)  # type: ignore[arg-type, unused-ignore]
     context.set_default_timeout(STEP_TIMEOUT_MS)
     # No internet here: the outside hosts fail at once rather than after a DNS timeout.
     context.route(OUTSIDE, lambda route: route.abort("namenotresolved"))
