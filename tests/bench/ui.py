@@ -136,7 +136,13 @@ def signed_in(browser: Browser, side: Side) -> dict[str, Any]:
 
 
 def prepared(browser: Browser, state: dict[str, Any], side: Side) -> BrowserContext:
-    context = browser.new_context(storage_state=state, viewport={"width": 1400, "height": 1000})  # type: ignore[arg-type, unused-ignore]
+    # bypass_csp: Playwright's wait_for_function evaluates its predicate with eval, which our
+    # pages' Content-Security-Policy refuses (the UI itself needs no eval); both sides alike.
+    context = browser.new_context(
+        storage_state=state,  # type: ignore[arg-type, unused-ignore]
+        viewport={"width": 1400, "height": 1000},
+        bypass_csp=True,
+    )
     context.route(re.compile(OUTSIDE), lambda route: route.abort("namenotresolved"))
     context.add_init_script(OBSERVER)
 
