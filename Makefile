@@ -44,9 +44,10 @@ fmt: install
 schema: install
 	$(BIN)/python -m tools.schema
 
-# The page at /docs/openapi/ and the journeys through Unleash's UI (tests/browser) in Debian's
-# Chromium (apt-get install chromium), driven by Playwright; SCREENSHOT=docs/openapi-page.png
-# keeps the page's screenshot, BROWSER_FAILURES=dir a failed journey's last screen.
+# The page at /docs/openapi/, sign-in and the journeys through Unleash's UI (tests/browser, the
+# build `install` fetched) in Debian's Chromium (apt-get install chromium), driven by Playwright;
+# SCREENSHOT=docs/openapi-page.png keeps the page's screenshot, BROWSER_FAILURES=dir a failed
+# journey's last screen.
 browser-test: install
 	$(BIN)/python -m pip install --quiet -e '.[embedded,dev,browser]'
 	$(BIN)/python -m pytest -p no:cacheprovider -m browser tests/browser

@@ -78,17 +78,26 @@ class MethodNotAllowed(AppError):
     name = "MethodNotAllowedError"
 
 
-class NameExists(AppError):
-    """The name (or id) is taken."""
+class _Conflicting(AppError):
+    """A 409. Unleash's UI shows a 409 by its `details` (`[{message}]`), and without them
+    only "Action could not be performed" (the create dialog's "A flag with that name already
+    exists" among others): the answer carries them, the message once more."""
 
     status = 409
+
+    def extra(self) -> dict[str, object]:
+        return {"details": [{"message": self.message}]}
+
+
+class NameExists(_Conflicting):
+    """The name (or id) is taken."""
+
     name = "NameExistsError"
 
 
-class Conflict(AppError):
+class Conflict(_Conflicting):
     """The request conflicts with the current state (the message says how)."""
 
-    status = 409
     name = "ConflictError"
 
 

@@ -32,12 +32,18 @@ REF: Final = "#/components/schemas/{name}"
 _PATH_PARAMETER = re.compile(r"{(\w+)(?::[^{}]*)?}")
 
 
+class ErrorDetail(msgspec.Struct, frozen=True):
+    message: str
+
+
 class Error(msgspec.Struct, frozen=True):
-    """Every error answer: an id that names the log line, the error's name and a message."""
+    """Every error answer: an id that names the log line, the error's name and a message; a
+    409 also Unleash's `details` (the message again), which its UI shows."""
 
     id: str
     name: str
     message: str
+    details: list[ErrorDetail] | msgspec.UnsetType = msgspec.UNSET
 
 
 class SignInError(msgspec.Struct, frozen=True):

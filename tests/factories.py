@@ -222,12 +222,18 @@ async def ok(resp: Any, *statuses: int) -> Any:
 
 def error_body(body: Any, name: str) -> str:
     """An error's body: exactly an id, a name (this one) and a message (a 401 of the admin API
-    to a request without an Authorization header also the sign-in hints); the message."""
+    to a request without an Authorization header also the sign-in hints, a 409 the message as
+    Unleash's `details`); the message."""
     assert isinstance(body, dict)
     assert body["name"] == name
     extra = {key: value for key, value in body.items() if key not in {"id", "name", "message"}}
     assert set(body) >= {"id", "name", "message"}
-    assert extra in ({}, SIGN_IN_HINTS) if name == "AuthenticationRequired" else extra == {}
+    if name == "AuthenticationRequired":
+        assert extra in ({}, SIGN_IN_HINTS)
+    elif name in {"NameExistsError", "ConflictError"}:  # a 409: Unleash's details, for its UI
+        assert extra == {"details": [{"message": body["message"]}]}
+    else:
+        assert extra == {}
     return str(body["message"])
 
 

@@ -255,3 +255,18 @@ class UpdateTags(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     }
     added_tags: Annotated[list[TagBody], msgspec.Meta(max_length=100)]
     removed_tags: Annotated[list[TagBody], msgspec.Meta(max_length=100)]
+
+
+class BulkTags(msgspec.Struct, frozen=True, kw_only=True):
+    """Unleash's tagsBulkAddSchema: the same tag changes for several flags of one project (the
+    project's flag table, its bulk action)."""
+
+    example: ClassVar[dict[str, object]] = {
+        "features": ["checkout-redesign", "dark-mode"],
+        "tags": {"addedTags": [{"type": "simple", "value": "team-checkout"}], "removedTags": []},
+    }
+    features: Annotated[
+        list[Annotated[str, msgspec.Meta(min_length=1, max_length=100)]],
+        msgspec.Meta(max_length=1000),
+    ]
+    tags: UpdateTags

@@ -890,14 +890,18 @@ def update_tags(  # noqa: PLR0913 - the facts the rules need
     now: datetime,
 ) -> list[FeatureTagged | FeatureUntagged]:
     """`PUT /api/admin/features/:name/tags`: the flag gets the added tags it lacks and loses
-    the removed ones it has; the others are no change. A tag both added and removed is a 400
-    (Unleash removes it then, silently)."""
+    the removed ones it has; the others are no change. Both lists are checked as a tag is; a
+    tag both added and removed is a 400 (Unleash removes it then, silently)."""
     adding = list(
         dict.fromkeys(
             _checked_tag(t, f"$.addedTags[{i}]", known_types) for i, t in enumerate(added)
         )
     )
-    removing = list(dict.fromkeys((t.type, t.value.strip()) for t in removed))
+    removing = list(
+        dict.fromkeys(
+            _checked_tag(t, f"$.removedTags[{i}]", known_types) for i, t in enumerate(removed)
+        )
+    )
     both = [t for t in adding if t in removing]
     if both:
         raise ValidationError(
@@ -1089,21 +1093,63 @@ def set_variants_batch(
     ]
 
 
-def switch_on(
-    target: Target, state: EnvironmentState | None, *, disabled: Sequence[StrategyData]
-) -> list[StrategyUpdated | FeatureEnvironmentEnabled]:
-    """Switch the flag on in the environment, first enabling the strategies `disabled` lists
-    there (Unleash's shouldActivateDisabledStrategies; empty: none). Nothing to do: no event."""
-    switched = switch_environment(target, state, on=True)
-    events: list[StrategyUpdated | FeatureEnvironmentEnabled] = [
+def default_strategy(feature: str, strategy_id: str, sort_order: int) -> StrategyData:
+    """What switching a flag on adds where it has no strategy that runs: Unleash's default,
+    a gradual rollout to everyone, grouped by the flag's name."""
+    return StrategyData(
+        id=strategy_id,
+        name="flexibleRollout",
+        title=None,
+        disabled=False,
+        sort_order=sort_order,
+        constraints=[],
+        parameters={"rollout": "100", "stickiness": "default", "groupId": feature},
+        variants=[],
+        segments=[],
+    )
+
+
+def switch_on(  # noqa: PLR0913 - the facts the rules need
+    target: Target,
+    state: EnvironmentState | None,
+    *,
+    strategies: Sequence[StrategyData],
+    activate: bool,
+    new_id: Callable[[], str],
+    now: datetime,
+) -> list[StrategyUpdated | StrategyAdded | FeatureEnvironmentEnabled]:
+    """Switch the flag on in the environment, as Unleash does (docs/behavior.md, "Switching
+    a flag on"): with `activate` (shouldActivateDisabledStrategies) its disabled strategies
+    there are enabled first; when none would run (no strategy, or only disabled ones left
+    so), the default strategy is added. strategies: the flag's there, in order. Already on
+    with a strategy that runs: no event."""
+    check_target(target, state)
+    assert state is not None
+    enabling = [s for s in strategies if s.disabled] if activate else []
+    events: list[StrategyUpdated | StrategyAdded | FeatureEnvironmentEnabled] = [
         StrategyUpdated(
             name=target.feature,
             project=target.project,
             environment=target.environment,
             strategy=msgspec.structs.replace(strategy, disabled=False),
         )
-        for strategy in disabled
+        for strategy in enabling
     ]
-    if isinstance(switched, FeatureEnvironmentEnabled):
-        events.append(switched)
+    if all(s.disabled for s in strategies) and not enabling:
+        sort_order = max((s.sort_order for s in strategies), default=-1) + 1
+        events.append(
+            StrategyAdded(
+                name=target.feature,
+                project=target.project,
+                environment=target.environment,
+                strategy=default_strategy(target.feature, new_id(), sort_order),
+                added_at=now,
+            )
+        )
+    if not state.enabled:
+        events.append(
+            FeatureEnvironmentEnabled(
+                name=target.feature, project=target.project, environment=target.environment
+            )
+        )
     return events

@@ -52,18 +52,26 @@ FEATURE_IN_PROJECT = _FEATURE + "WHERE f.name = $1 AND f.project = $2"
 ACTIVE_FEATURES_IN_PROJECT = (
     _FEATURE + "WHERE f.project = $1 AND f.archived_at IS NULL ORDER BY f.name"
 )
-# The environments of each flag's project, with the flag's switch and variants there, and when
-# an SDK last reported it there (SDK metrics, service/telemetry: not from the log, so a past
-# state shows the latest). A sighting before the flag's creation was of a deleted namesake.
+# The environments of each flag's project, with the flag's switch and variants there, when an
+# SDK last reported it there and its counts there in the last hour (SDK metrics,
+# service/telemetry: not from the log, so a past state shows the latest; Unleash's `yes` and
+# `no`). A sighting before the flag's creation was of a deleted namesake.
 ENVIRONMENTS_OF = """
 SELECT f.name AS feature, e.name, e.type, e.sort_order, coalesce(fe.enabled, false) AS enabled,
-       coalesce(fe.variants, '[]'::jsonb)::text AS variants, l.last_seen_at
+       coalesce(fe.variants, '[]'::jsonb)::text AS variants, l.last_seen_at,
+       coalesce(m.yes, 0) AS yes, coalesce(m.no, 0) AS no
 FROM features f
 JOIN project_environments pe ON pe.project_id = f.project
 JOIN environments e ON e.name = pe.environment
 LEFT JOIN feature_environments fe ON fe.feature_name = f.name AND fe.environment = e.name
 LEFT JOIN telemetry.feature_last_seen l
        ON l.feature_name = f.name AND l.environment = e.name AND l.last_seen_at >= f.created_at
+LEFT JOIN LATERAL (
+    SELECT sum(h.yes)::bigint AS yes, sum(h.no)::bigint AS no
+    FROM telemetry.client_metrics_hourly h
+    WHERE h.feature_name = f.name AND h.environment = e.name
+      AND h.hour >= greatest(now() - interval '1 hour', date_trunc('hour', f.created_at))
+) m ON true
 WHERE f.name = ANY($1::text[])
 ORDER BY f.name, e.sort_order, e.name
 """
@@ -90,16 +98,16 @@ SORT_ORDERS_IN = """
 SELECT id::text AS id, sort_order FROM feature_strategies
 WHERE feature_name = $1 AND environment = $2
 """
-# The disabled strategies of a flag in one environment, as StrategyData (switching it on with
-# shouldActivateDisabledStrategies enables them).
-DISABLED_STRATEGIES_IN = """
+# The strategies of a flag in one environment, in order, as StrategyData (what switching it on
+# decides on: enable the disabled ones, or add the default strategy).
+STRATEGIES_DATA_IN = """
 SELECT coalesce(json_agg(json_build_object(
            'environment', s.environment, 'id', s.id, 'name', s.name, 'title', s.title,
            'disabled', s.disabled, 'sort_order', s.sort_order,
            'constraints', s.constraints, 'parameters', s.parameters,
            'variants', s.variants, 'segments', s.segments)
            ORDER BY s.sort_order, s.created_at, s.id), '[]')
-FROM feature_strategies s WHERE s.feature_name = $1 AND s.environment = $2 AND s.disabled
+FROM feature_strategies s WHERE s.feature_name = $1 AND s.environment = $2
 """
 # The segments a strategy uses (GET /api/admin/segments/strategies/:id), by id.
 SEGMENTS_OF_STRATEGY = (
@@ -483,8 +491,8 @@ async def lock_clone_source(
     return CloneContext(clone_source, context["holder_archived"], context)
 
 
-async def disabled_strategies(conn: Conn, target: domain.Target) -> list[StrategyData]:
-    found = await conn.fetchval(DISABLED_STRATEGIES_IN, target.feature, target.environment)
+async def strategies_in(conn: Conn, target: domain.Target) -> list[StrategyData]:
+    found = await conn.fetchval(STRATEGIES_DATA_IN, target.feature, target.environment)
     return [
         msgspec.convert(s, StrategyData, from_attributes=True)
         for s in _source_strategies.decode(found)

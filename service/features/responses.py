@@ -130,6 +130,8 @@ class FeatureEnvironment(msgspec.Struct, frozen=True, kw_only=True, rename="came
     strategies: list[Strategy]
     variants: list[Variant]
     last_seen_at: datetime | None = None
+    yes: int = 0  # SDKs' evaluations there in the last hour: true
+    no: int = 0  # and false
     has_strategies: bool
     has_enabled_strategies: bool
 
@@ -145,6 +147,8 @@ class FeatureEnvironment(msgspec.Struct, frozen=True, kw_only=True, rename="came
         strategies: Sequence[Strategy] = (),
         variants: Sequence[Variant] = (),
         last_seen_at: datetime | None = None,
+        yes: int = 0,
+        no: int = 0,
     ) -> FeatureEnvironment:
         return cls(
             name=name,
@@ -157,6 +161,8 @@ class FeatureEnvironment(msgspec.Struct, frozen=True, kw_only=True, rename="came
             strategies=list(strategies),
             variants=list(variants),
             last_seen_at=last_seen_at,
+            yes=yes,
+            no=no,
             has_strategies=bool(strategies),
             has_enabled_strategies=any(not s.disabled for s in strategies),
         )
@@ -334,6 +340,8 @@ class Feature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
                 strategies=by_environment.get(e["name"], []),
                 variants=_variants.decode(e["variants"]),
                 last_seen_at=e["last_seen_at"],
+                yes=e["yes"],
+                no=e["no"],
             )
             for e in environments
         ]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import random
@@ -12,6 +13,7 @@ import msgspec
 import pytest
 
 from projections.entities import PARTS, secret_columns
+from projections.follower import projection_lags
 from projections.rebuild import table_specs
 from service.appkeys import POOL
 from service.audit import states
@@ -209,7 +211,13 @@ async def test_state_writes_every_read_model_as_of_an_instant(
     assert manifest["position"] == middle
     assert manifest["tables"]["features"] == 1
     assert manifest["leftOut"]["user_passwords"] == ["password_hash"]
-    # Now: every table as the live read model holds it (secrets left out).
+    # Now: every table as the live read model holds it (secrets left out), once the async read
+    # models have caught up (else one may move between the state and the live read).
+    async with app[POOL].acquire() as conn:
+        for _ in range(400):
+            if not any((await projection_lags(conn)).values()):
+                break
+            await asyncio.sleep(0.05)
     assert run_cli(env, "state", "-o", str(tmp_path / "now")).returncode == 0
     async with app[POOL].acquire() as conn:
         for table in (t.name for t in table_specs()):

@@ -372,13 +372,18 @@ class Moment:
     touched: frozenset[str]
 
 
+# A project's lastUpdatedAt comes from an async read model (its latest event), which a past
+# read shows as last known (docs/behavior.md): it is no part of the past state compared here.
+_LAST_UPDATED = re.compile(r'"lastUpdatedAt":("[^"]*"|null)')
+
+
 async def answer(client: Client, path: str) -> tuple[int, str]:
     """Status and body; an error's body without its id (a new one every time)."""
     resp = await client.get(path, headers=ADMIN)
     if resp.status >= 400:
         body = await resp.json()
         return resp.status, f"{body['name']}: {body['message']}"
-    return resp.status, await resp.text()
+    return resp.status, _LAST_UPDATED.sub('"lastUpdatedAt":-', await resp.text())
 
 
 @pytest.mark.timeout(400)  # more than the suite's 120 s: a slower machine needs the room

@@ -81,12 +81,11 @@ def target(request: pytest.FixtureRequest) -> Iterator[Target]:
     yield from _ours(request.getfixturevalue("pg18"))
 
 
-# Per module: the sync API runs its event loop in this thread until it stops, and the async
-# tests beside the journeys (test_page.py) need the thread without it.
 @pytest.fixture(scope="module")
 def playwright(target: Target) -> Iterator[Playwright]:
-    """After the target: the target's set-up and clean-up call asyncio.run, which the sync
-    API's running loop forbids."""
+    """After the target: the sync API runs its event loop in this thread while it is open, and
+    the target's set-up calls asyncio.run (which a running loop forbids). Per module: it stops
+    before the async tests of the other modules (test_page.py) need the thread's loop."""
     # Imported here: `make test` collects this folder too (and deselects it), without the
     # browser extra installed.
     from playwright.sync_api import sync_playwright  # noqa: PLC0415
@@ -150,7 +149,7 @@ FAILED = pytest.StashKey[bool]()
 def _journey(
     request: pytest.FixtureRequest, browser: Browser, target: Target, state: dict[str, Any] | None
 ) -> Iterator[Journey]:
-    context = browser.new_context(storage_state=state, viewport=VIEWPORT)  # type: ignore[arg-type]
+    context = browser.new_context(storage_state=state, viewport=VIEWPORT)  # type: ignore[arg-type, unused-ignore]
     context.set_default_timeout(STEP_TIMEOUT_MS)
     # No internet here: the outside hosts fail at once rather than after a DNS timeout.
     context.route(OUTSIDE, lambda route: route.abort("namenotresolved"))

@@ -19,7 +19,6 @@ from tests.browser.ui import (
     STEP_TIMEOUT_MS,
     flag_link,
     flag_row,
-    gap_on_ours,
     hover_name,
     icon_button,
     row_names,
@@ -229,10 +228,6 @@ def test_create_a_flag_from_the_dialog_with_validate(journey: Journey) -> None:
         api.call("DELETE", f"/api/admin/tags/simple/{tag}")
 
 
-@gap_on_ours(
-    "error bodies lack Unleash's `details: [{message}]`: for an answer >= 400 the UI shows "
-    "details[0].message, else 'Action could not be performed' (here: validate's 409)"
-)
 def test_the_dialog_says_a_name_is_taken(journey: Journey) -> None:
     page, api = journey.page, journey.api
     taken = unique()
@@ -302,10 +297,6 @@ def test_flag_page_enable_disable_edit_and_stale(journey: Journey) -> None:
         api.remove(name)
 
 
-@gap_on_ours(
-    "POST .../environments/:env/on on a flag with no strategy there: Unleash adds the "
-    "project environment's default strategy (a flexibleRollout at 100%); ours adds none"
-)
 def test_switching_on_without_a_strategy_adds_the_default_one(journey: Journey) -> None:
     page, api = journey.page, journey.api
     name = unique()

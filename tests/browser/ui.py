@@ -281,7 +281,7 @@ def hover_name(page: Page, button: Locator) -> str:
     button.hover()
     tip = page.get_by_role("tooltip").last
     tip.wait_for()
-    return tip.inner_text().strip()
+    return str(tip.inner_text()).strip()
 
 
 def icon_button(scope: Page | Locator, icon: str) -> Locator:

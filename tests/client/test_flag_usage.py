@@ -56,6 +56,12 @@ async def test_a_flag_s_usage_as_its_page_shows_it(client: Client) -> None:
         ],
         "seenApplications": ["api", "web"],
     }
+    # The flag shows the last hour's counts in each environment too (Unleash's yes and no).
+    shown = await ok(await client.get("/api/admin/projects/default/features/f", headers=ADMIN))
+    assert [(e["name"], e["yes"], e["no"]) for e in shown["environments"]] == [
+        ("development", 4, 1),
+        ("production", 0, 0),
+    ]
     raw = await ok(await client.get(f"{USAGE}/f/raw?hoursBack=3", headers=ADMIN))
 
     def row(app: str, at: datetime, yes: int, no: int, **variants: int) -> dict[str, Any]:

@@ -52,6 +52,8 @@ def environment(name: str, env_type: str, sort_order: int, feature: str) -> dict
         "strategies": [],
         "variants": [],
         "lastSeenAt": None,
+        "yes": 0,
+        "no": 0,
         "hasStrategies": False,
         "hasEnabledStrategies": False,
     }

@@ -74,6 +74,11 @@ async def test_the_bulk_edit_adds_what_is_missing_and_removes_what_is_there(
             "Tag type colour does not exist - at `$.addedTags[0].type`",
         ),
         (
+            {"addedTags": [], "removedTags": [tag("x" * 51)]},
+            400,
+            "Tag value must be 2 to 50 characters - at `$.removedTags[0].value`",
+        ),
+        (
             {"addedTags": [tag("both")], "removedTags": [tag(" both")]},
             400,
             "The tag simple:both is both added and removed - at `$.removedTags`",

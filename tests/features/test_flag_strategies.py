@@ -109,6 +109,16 @@ async def test_set_sort_order_takes_only_the_flag_s_strategies_of_the_environmen
     assert await order(client) == [("a", 0), ("b", 1), ("c", 2)]
 
 
+async def test_set_sort_order_is_a_path_of_its_own(client: Client, three: list[str]) -> None:
+    """Not a strategy's id: another method there is a 405 listing only POST (the strategy
+    routes' methods are not its own)."""
+    path = f"{STRATEGIES}/set-sort-order"
+    for method in ("PUT", "GET", "DELETE", "OPTIONS"):
+        resp = await client.request(method, path, json=[], headers=ADMIN)
+        await error(resp, 405, "MethodNotAllowedError")
+        assert resp.headers["Allow"] == "POST"
+
+
 # --- one strategy, and its JSON Patch ----------------------------------------------------------
 
 
@@ -371,3 +381,41 @@ async def test_a_constraint_validates_exactly_when_a_strategy_can_be_saved_with_
         assert resp.status == 400
     else:
         assert resp.status == 204
+
+
+async def test_switching_on_with_no_strategy_that_runs_adds_the_default_one(
+    client: Client, app: web.Application
+) -> None:
+    """As in Unleash: a gradual rollout to everyone, grouped by the flag's name."""
+    await ok(await create(client, {"name": "f"}), 200)
+    await ok(await client.post(f"{DEV}/on?shouldActivateDisabledStrategies=false", headers=ADMIN))
+    (added,) = await ok(await client.get(STRATEGIES, headers=ADMIN))
+    assert added == {
+        "id": added["id"],
+        "name": "flexibleRollout",
+        "title": None,
+        "disabled": False,
+        "featureName": "f",
+        "sortOrder": 0,
+        "segments": [],
+        "constraints": [],
+        "variants": [],
+        "parameters": {"rollout": "100", "stickiness": "default", "groupId": "f"},
+    }
+    assert (
+        await event_count(app, "StrategyAdded"),
+        await event_count(app, "FeatureEnvironmentEnabled"),
+    ) == (1, 1)
+    await ok(await client.post(f"{DEV}/on", headers=ADMIN))  # on, and a strategy runs: nothing
+    await ok(await client.post(f"{DEV}/off", headers=ADMIN))
+    await ok(await client.post(f"{DEV}/on", headers=ADMIN))
+    assert await event_count(app, "StrategyAdded") == 1
+    # Only disabled strategies there, and not enabling them: the default one is added too.
+    body = [{"op": "replace", "path": "/disabled", "value": True}]
+    await ok(await client.patch(f"{STRATEGIES}/{added['id']}", json=body, headers=ADMIN))
+    await ok(await client.post(f"{DEV}/off", headers=ADMIN))
+    await ok(await client.post(f"{DEV}/on", headers=ADMIN))
+    listed = await ok(await client.get(STRATEGIES, headers=ADMIN))
+    assert [(s["disabled"], s["sortOrder"]) for s in listed] == [(True, 0), (False, 1)]
+    async with app[POOL].acquire() as conn:
+        assert (await verify(conn)).ok

@@ -59,3 +59,33 @@ async def test_tags_are_validated(client: Client, app: web.Application) -> None:
     await error(
         await client.get("/api/admin/features/nope/tags", headers=ADMIN), 404, "NotFoundError"
     )
+
+
+async def test_a_projects_flags_are_tagged_in_bulk_all_or_nothing(
+    client: Client, app: web.Application
+) -> None:
+    for name in ("a", "b"):
+        await create(client, {"name": name})
+    await client.post("/api/admin/features/b/tags", json={"value": "old"}, headers=ADMIN)
+    bulk = "/api/admin/projects/default/tags"
+    change = {
+        "addedTags": [{"type": "simple", "value": "team-x"}],
+        "removedTags": [{"value": "old"}],
+    }
+    resp = await client.put(
+        bulk, json={"features": ["a", "b", "nope"], "tags": change}, headers=ADMIN
+    )
+    await error(resp, 404, "NotFoundError")
+    assert await event_count(app, "FeatureTagged") == 1  # nothing of the refused request
+    resp = await client.put(bulk, json={"features": ["b", "a", "a"], "tags": change}, headers=ADMIN)
+    assert resp.status == 200
+    for name in ("a", "b"):
+        listed = await (await client.get(f"/api/admin/features/{name}/tags", headers=ADMIN)).json()
+        assert listed == {"version": 1, "tags": [{"value": "team-x", "type": "simple"}]}
+    assert [await event_count(app, t) for t in ("FeatureTagged", "FeatureUntagged")] == [3, 1]
+    elsewhere = await client.put(
+        "/api/admin/projects/other/tags", json={"features": ["a"], "tags": change}, headers=ADMIN
+    )
+    await error(elsewhere, 404, "NotFoundError")  # a flag of another project is not one of its
+    async with app[POOL].acquire() as conn:
+        assert (await verify(conn)).ok

@@ -190,6 +190,7 @@ ROUTE_PERMISSIONS = [
         "UPDATE_FEATURE",
     ),
     ("PUT", "/api/admin/features/{featureName}/tags", "UPDATE_FEATURE"),
+    ("PUT", "/api/admin/projects/{projectId}/tags", "UPDATE_FEATURE"),
     ("GET", "/api/admin/projects/{projectId}/features/{child}/parents", "READ"),
     ("GET", "/api/admin/projects/{projectId}/features/{parent}/parent-variants", "READ"),
     ("GET", "/api/admin/projects/{projectId}/dependencies", "READ"),

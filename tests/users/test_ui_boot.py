@@ -112,6 +112,15 @@ EDITOR_PERMISSIONS = sorted(
         "CREATE_SEGMENT",
         "UPDATE_SEGMENT",
         "DELETE_SEGMENT",
+        "CREATE_TAG_TYPE",
+        "UPDATE_TAG_TYPE",
+        "DELETE_TAG_TYPE",
+        "CREATE_STRATEGY",
+        "UPDATE_STRATEGY",
+        "DELETE_STRATEGY",
+        "CREATE_CONTEXT_FIELD",
+        "UPDATE_CONTEXT_FIELD",
+        "DELETE_CONTEXT_FIELD",
     ]
 )
 

@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from aiohttp import web
 
 BASE = "/api/admin/projects/{projectId}/features/{featureName}/environments/{environment}"
+# One strategy: any id but `set-sort-order`, whose path is a route of its own (405 answers of
+# either then list only its own methods in Allow).
+STRATEGY = BASE + "/strategies/{strategyId:(?!set-sort-order$)[^/]+}"
 
 
 def _target(request: web.Request) -> domain.Target:
@@ -187,8 +190,14 @@ async def switch_on(request: web.Request) -> web.Response:
     activate = _flag_param(request, ACTIVATE)
     async with unit_of_work(request) as uow:
         state = await queries.environment_state(uow.conn, target, lock=True)
-        disabled = await queries.disabled_strategies(uow.conn, target) if activate else []
-        events = domain.switch_on(target, state, disabled=disabled)
+        events = domain.switch_on(
+            target,
+            state,
+            strategies=await queries.strategies_in(uow.conn, target) if state else [],
+            activate=activate,
+            new_id=lambda: str(uuid.uuid4()),
+            now=datetime.now(UTC),
+        )
         if events:
             await uow.append(domain.stream(target.feature), events, actor(request))
     return empty()
@@ -272,16 +281,16 @@ ROUTES = [
     ),
     Route(
         "PUT",
-        f"{BASE}/strategies/{{strategyId}}",
+        STRATEGY,
         update_strategy,
         auth.UPDATE_FEATURE,
         body=StrategyBody,
         ok={200: Strategy},
     ),
-    Route("DELETE", f"{BASE}/strategies/{{strategyId}}", remove_strategy, auth.UPDATE_FEATURE),
+    Route("DELETE", STRATEGY, remove_strategy, auth.UPDATE_FEATURE),
     Route(
         "GET",
-        f"{BASE}/strategies/{{strategyId}}",
+        STRATEGY,
         get_strategy,
         auth.READ,
         ok={200: Strategy},
@@ -289,7 +298,7 @@ ROUTES = [
     ),
     Route(
         "PATCH",
-        f"{BASE}/strategies/{{strategyId}}",
+        STRATEGY,
         patch_strategy,
         auth.UPDATE_FEATURE,
         body=Patch,

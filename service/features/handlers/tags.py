@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from service import auth
 from service.errors import Conflict, NotFound
 from service.features import domain, queries
-from service.features.commands import TagBody, UpdateTags
+from service.features.commands import BulkTags, TagBody, UpdateTags
 from service.features.responses import Tag, TagList
 from service.http.answers import empty, json_response
 from service.http.past import reading
@@ -70,7 +70,7 @@ async def update_tags(request: web.Request) -> web.Response:
     body = await read_json(request, UpdateTags)
     async with unit_of_work(request) as uow:
         # The tag types first, then the flag: the order a tag type's deletion takes them in.
-        wanted = sorted({tag.type for tag in body.added_tags})
+        wanted = sorted({tag.type for tag in (*body.added_tags, *body.removed_tags)})
         known = {r["name"] for r in await uow.conn.fetch(queries.LOCK_TAG_TYPES_SHARED, wanted)}
         project = await uow.conn.fetchval(queries.LOCK_FEATURE_BY_NAME, name)
         current = {(r["type"], r["value"]) for r in await uow.conn.fetch(queries.TAGS, name)}
@@ -89,6 +89,34 @@ async def update_tags(request: web.Request) -> web.Response:
     return json_response(TagList.from_rows(rows))
 
 
+async def update_project_tags(request: web.Request) -> web.Response:
+    """Unleash's `PUT /api/admin/projects/:projectId/tags`: the same tag changes on several
+    flags of the project, all or nothing (a flag that is not an active one of the project is a
+    404 and changes nothing); 200 without a body."""
+    project_id = request.match_info["projectId"]
+    body = await read_json(request, BulkTags)
+    changes = body.tags
+    now = datetime.now(UTC)
+    async with unit_of_work(request) as uow:
+        wanted = sorted({tag.type for tag in (*changes.added_tags, *changes.removed_tags)})
+        known = {r["name"] for r in await uow.conn.fetch(queries.LOCK_TAG_TYPES_SHARED, wanted)}
+        for name in sorted(set(body.features)):  # in name order: two bulk edits never deadlock
+            project = await uow.conn.fetchval(queries.LOCK_FEATURE_BY_NAME, name)
+            current = {(r["type"], r["value"]) for r in await uow.conn.fetch(queries.TAGS, name)}
+            events = domain.update_tags(
+                name,
+                changes.added_tags,
+                changes.removed_tags,
+                known_types=known,
+                project=project if project == project_id else None,
+                current=current,
+                now=now,
+            )
+            if events:
+                await uow.append(domain.stream(name), events, actor(request))
+    return empty()
+
+
 ROUTES = [
     Route("GET", BASE, list_tags, auth.READ, ok={200: TagList}, past=True),
     Route(
@@ -102,4 +130,12 @@ ROUTES = [
     ),
     Route("DELETE", BASE + "/{type}/{value}", remove_tag, auth.UPDATE_FEATURE),
     Route("PUT", BASE, update_tags, auth.UPDATE_FEATURE, body=UpdateTags, ok={200: TagList}),
+    Route(
+        "PUT",
+        "/api/admin/projects/{projectId}/tags",
+        update_project_tags,
+        auth.UPDATE_FEATURE,
+        body=BulkTags,
+        errors=(NotFound,),
+    ),
 ]
