@@ -17,6 +17,7 @@ import pytest
 from tests.browser.ui import (
     PROJECT,
     STEP_TIMEOUT_MS,
+    click_until,
     flag_link,
     flag_row,
     hover_name,
@@ -349,8 +350,9 @@ def test_strategies_add_edit_reorder_delete(journey: Journey) -> None:
         ]
         # A second strategy: Standard, from the strategy menu.
         expand(journey, "development")
-        page.get_by_role("button", name="More strategies").first.click()
-        page.get_by_text("Standard", exact=True).click()
+        standard = page.get_by_text("Standard", exact=True)
+        click_until(page.get_by_role("button", name="More strategies").first, standard)
+        standard.click()
         page.wait_for_url(re.compile(r".*/strategies/create\?.*strategyName=default"))
         with page.expect_response(
             journey.answered("POST", r"/environments/development/strategies$")

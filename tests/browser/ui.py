@@ -284,6 +284,22 @@ def hover_name(page: Page, button: Locator) -> str:
     return str(tip.inner_text()).strip()
 
 
+def click_until(button: Locator, shown: Locator, tries: int = 3) -> None:
+    """Clicks until `shown` shows: right after the page settles the UI may render a button
+    anew (a refetch), and a click that lands on the old one opens nothing."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError  # noqa: PLC0415
+
+    for attempt in range(1, tries + 1):
+        button.click()
+        try:
+            shown.wait_for(timeout=STEP_TIMEOUT_MS / tries)
+        except PlaywrightTimeoutError:
+            if attempt == tries:
+                raise
+        else:
+            return
+
+
 def icon_button(scope: Page | Locator, icon: str) -> Locator:
     """An icon-only button by its icon (the UI names these only through a hover tooltip)."""
     return scope.locator(f"button:has([data-testid={icon}]):visible").first
