@@ -18,6 +18,8 @@ from service.http.routes import Route
 if TYPE_CHECKING:
     from aiohttp import web
 
+    from service.work import UnitOfWork
+
 BASE = "/api/admin/features/{featureName}/tags"
 
 
@@ -64,27 +66,41 @@ async def remove_tag(request: web.Request) -> web.Response:
     return empty()
 
 
+async def _retag(
+    request: web.Request,
+    uow: UnitOfWork,
+    changes: UpdateTags,
+    names: list[str],
+    project_id: str | None,
+) -> None:
+    """The same tag changes on each named flag, under its lock; a flag outside `project_id`
+    (when given) is treated as missing."""
+    # The tag types first, then the flags: the order a tag type's deletion takes them in.
+    wanted = sorted({tag.type for tag in (*changes.added_tags, *changes.removed_tags)})
+    known = {r["name"] for r in await uow.conn.fetch(queries.LOCK_TAG_TYPES_SHARED, wanted)}
+    now = datetime.now(UTC)
+    for name in sorted(set(names)):  # in name order: two bulk edits never deadlock
+        project = await uow.conn.fetchval(queries.LOCK_FEATURE_BY_NAME, name)
+        current = {(r["type"], r["value"]) for r in await uow.conn.fetch(queries.TAGS, name)}
+        events = domain.update_tags(
+            name,
+            changes.added_tags,
+            changes.removed_tags,
+            known_types=known,
+            project=project if project_id is None or project == project_id else None,
+            current=current,
+            now=now,
+        )
+        if events:
+            await uow.append(domain.stream(name), events, actor(request))
+
+
 async def update_tags(request: web.Request) -> web.Response:
     """Unleash's bulk edit of a flag's tags (the UI's tag dialog): 200 with the flag's tags."""
     name = request.match_info["featureName"]
     body = await read_json(request, UpdateTags)
     async with unit_of_work(request) as uow:
-        # The tag types first, then the flag: the order a tag type's deletion takes them in.
-        wanted = sorted({tag.type for tag in (*body.added_tags, *body.removed_tags)})
-        known = {r["name"] for r in await uow.conn.fetch(queries.LOCK_TAG_TYPES_SHARED, wanted)}
-        project = await uow.conn.fetchval(queries.LOCK_FEATURE_BY_NAME, name)
-        current = {(r["type"], r["value"]) for r in await uow.conn.fetch(queries.TAGS, name)}
-        events = domain.update_tags(
-            name,
-            body.added_tags,
-            body.removed_tags,
-            known_types=known,
-            project=project,
-            current=current,
-            now=datetime.now(UTC),
-        )
-        if events:
-            await uow.append(domain.stream(name), events, actor(request))
+        await _retag(request, uow, body, [name], None)
         rows = await uow.conn.fetch(queries.TAGS, name)
     return json_response(TagList.from_rows(rows))
 
@@ -95,25 +111,8 @@ async def update_project_tags(request: web.Request) -> web.Response:
     404 and changes nothing); 200 without a body."""
     project_id = request.match_info["projectId"]
     body = await read_json(request, BulkTags)
-    changes = body.tags
-    now = datetime.now(UTC)
     async with unit_of_work(request) as uow:
-        wanted = sorted({tag.type for tag in (*changes.added_tags, *changes.removed_tags)})
-        known = {r["name"] for r in await uow.conn.fetch(queries.LOCK_TAG_TYPES_SHARED, wanted)}
-        for name in sorted(set(body.features)):  # in name order: two bulk edits never deadlock
-            project = await uow.conn.fetchval(queries.LOCK_FEATURE_BY_NAME, name)
-            current = {(r["type"], r["value"]) for r in await uow.conn.fetch(queries.TAGS, name)}
-            events = domain.update_tags(
-                name,
-                changes.added_tags,
-                changes.removed_tags,
-                known_types=known,
-                project=project if project == project_id else None,
-                current=current,
-                now=now,
-            )
-            if events:
-                await uow.append(domain.stream(name), events, actor(request))
+        await _retag(request, uow, body.tags, body.features, project_id)
     return empty()
 
 
