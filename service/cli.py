@@ -1,5 +1,5 @@
 """The commands behind `python -m service`: serve, migrate, replay, verify, export, state,
-diff, dsn, import-users, reporting-user, erase-user, rotate-master-key."""
+diff, dsn, import-users, admin-user, reporting-user, erase-user, rotate-master-key."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from service.audit import report
 from service.errors import AppError, from_log
 from service.privacy import admin
 from service.settings import Settings, load_settings
-from service.users import importer
+from service.users import admins, importer
 from service.work import Work
 
 if TYPE_CHECKING:
@@ -37,6 +37,9 @@ if TYPE_CHECKING:
     from types import FrameType
 
     from eventlog.connections import Conn
+
+
+MAX_USERNAME = 255  # as the API's CreateUser allows
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,6 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("dsn", help="print the connection string of the database in use")
     users = sub.add_parser("import-users", help="import users from a JSON Lines file")
     users.add_argument("file", help="JSON Lines: {email?, username?, name?, rootRole?, ...}")
+    admin_user = sub.add_parser("admin-user", help="create an Admin account to sign in with")
+    admin_user.add_argument("username", type=_username, help="its username (any case kept)")
     erase = sub.add_parser("erase-user", help="destroy a deleted user's personal-data key now")
     erase.add_argument("id", type=_user_id, help="the user's id")
     sub.add_parser(
@@ -77,6 +82,13 @@ def _user_id(value: str) -> int:
     if not value.isdigit() or not 0 < int(value) < 2**63:
         raise argparse.ArgumentTypeError(f"not a user id: {value!r}")
     return int(value)
+
+
+def _username(value: str) -> str:
+    name = value.strip()
+    if not name or len(name) > MAX_USERNAME or not name.isprintable():
+        raise argparse.ArgumentTypeError(f"not a username: {value!r}")
+    return name
 
 
 def _role_name(value: str) -> str:
@@ -271,6 +283,25 @@ async def _import_users(conn: Conn, args: argparse.Namespace, _dsn: str) -> int:
     return 1 if outcome.batches_refused else 0
 
 
+async def _admin_user(conn: Conn, args: argparse.Namespace, _dsn: str) -> int:
+    """Exit 0 with the password shown, this once; 1 when the username is taken."""
+    await migrations.migrate(conn)
+    password = admins.new_password()
+    try:
+        user_id = await admins.create_admin(Work(apply_inline), conn, args.username, password)
+    except AppError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return 1
+    print(f"created user {args.username} (id {user_id}), root role Admin")
+    print(f"password: {password}")
+    print(
+        "sign in with it at / (the web UI); it is shown only now (only its argon2 hash is kept); "
+        f"an admin changes it with POST /api/admin/user-admin/{user_id}/change-password",
+        file=sys.stderr,
+    )
+    return 0
+
+
 async def _reporting_user(conn: Conn, args: argparse.Namespace, dsn: str) -> int:
     """Exit 0 with the password shown, this once; 1 when the login was not created."""
     name: str = args.name
@@ -355,6 +386,7 @@ COMMANDS: dict[str, Callable[[Conn, argparse.Namespace, str], Awaitable[int]]] =
     "state": _state,
     "diff": _diff,
     "import-users": _import_users,
+    "admin-user": _admin_user,
     "reporting-user": _reporting_user,
     "erase-user": _erase_user,
     "rotate-master-key": _rotate_master_key,
