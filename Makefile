@@ -67,7 +67,7 @@ fuzz: install
 	$(BIN)/python -m tools.fuzz --seed $(FUZZ_SEED) --max-examples 400 --max-time 420
 
 fuzz-ci: install
-	$(BIN)/python -m tools.fuzz --seed $(FUZZ_SEED) --max-examples 40 --max-time 75
+	$(BIN)/python -m tools.fuzz --seed $(FUZZ_SEED) --max-examples 40 --max-time 60
 
 # Benchmarks (not part of `make test`). The HTTP ones need wrk: apt-get install wrk.
 # BENCH_REFERENCE=1 also measures the reference server (../shared/reference/setup.sh).
