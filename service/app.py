@@ -53,7 +53,7 @@ from service.frontend.engine import FRONTEND_ENGINES, Engines
 from service.http.answers import json_response
 from service.http.middlewares import MIDDLEWARES
 from service.http.requests import BODY_LIMIT, expect
-from service.http.routes import Content, Route
+from service.http.routes import Content, EventStream, Route
 from service.lifecycle import Lifecycle
 from service.metrics import METRICS, Metrics, prometheus
 from service.privacy import erasure
@@ -97,6 +97,10 @@ class Health(msgspec.Struct, frozen=True):
 
 
 GOOD = Health(health="GOOD")
+
+
+def _streams(route: Route) -> bool:
+    return any(isinstance(body, EventStream) for body in route.ok.values())
 
 
 async def health(_request: web.Request) -> web.Response:
@@ -200,9 +204,16 @@ def create_app(
     app[search.RECORDS] = Records()
     app[OPENAPI] = msgspec.json.encode(openapi.document(ROUTES, VERSION))
     app[ui.UI] = ui.load(settings)
+    declared = {(r.method, r.path) for r in ROUTES}
     for route in ROUTES:
         added = app.router.add_route(route.method, route.path, route.handler, expect_handler=expect)
         app[ROUTE_TABLE][added] = route
+        if route.method == "GET" and ("HEAD", route.path) not in declared and not _streams(route):
+            # HEAD wherever GET (RFC 9110, 9.3.2): uptime probes and link checkers ask it of the
+            # UI's pages and files. aiohttp leaves a Response's body out; an event stream never
+            # ends, so it keeps GET alone. Left out of the OpenAPI document, as GET's twin.
+            head = app.router.add_route("HEAD", route.path, route.handler)
+            app[ROUTE_TABLE][head] = route
 
     async def database(app: web.Application) -> AsyncIterator[None]:
         app[POOL] = await connections.create_pool(

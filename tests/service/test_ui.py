@@ -180,7 +180,7 @@ async def test_the_services_own_pages_still_answer(client: Client) -> None:
 async def test_the_page_takes_no_other_method(client: Client) -> None:
     resp = await client.post("/projects/default", json={})
     assert await error(resp, 405, "MethodNotAllowedError")
-    assert resp.headers["Allow"] == "GET"
+    assert resp.headers["Allow"] == "GET,HEAD"
 
 
 async def ui_client(aiohttp_client: AiohttpClient, dsn: str, **overrides: Any) -> Client:
@@ -218,3 +218,30 @@ async def test_without_the_build_the_service_starts_and_says_so(
         "The web UI is not installed on this server (`make install` fetches it)"
     )
     assert (await client.get("/health")).status == 200
+
+
+@pytest.mark.parametrize(
+    "path", ["/", "/projects/default", ASSET, "/favicon.ico", "/docs/openapi/"]
+)
+async def test_head_answers_what_get_does_without_the_body(client: Client, path: str) -> None:
+    got = await client.get(path, headers={"Accept-Encoding": "identity"})
+    head = await client.head(path, headers={"Accept-Encoding": "identity"})
+    assert (head.status, got.status) == (200, 200)
+    assert await head.read() == b""
+    for name in ("Content-Type", "Content-Length", "Cache-Control", "ETag"):
+        assert head.headers.get(name) == got.headers.get(name), name
+    if path != "/docs/openapi/":
+        assert head.headers["X-Content-Type-Options"] == "nosniff"
+
+
+async def test_head_of_an_api_read_checks_its_credentials_and_an_event_stream_has_none(
+    client: Client,
+) -> None:
+    assert (await client.head("/api/admin/ui-config")).status == 401
+    signed = await client.head("/api/admin/ui-config", headers=ADMIN)
+    assert signed.status == 200
+    assert signed.content_type == "application/json"
+    assert await signed.read() == b""
+    stream = await client.head("/api/client/streaming", headers=ADMIN)
+    assert stream.status == 405
+    assert stream.headers["Allow"] == "GET"
