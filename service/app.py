@@ -60,6 +60,7 @@ from service.privacy import erasure
 from service.projects import handlers as projects
 from service.projects import overview
 from service.search import handlers as flag_search
+from service.search.queries import Totals
 from service.strategies import handlers as strategy_types
 from service.tag_types import handlers as tag_types
 from service.telemetry import handlers as telemetry
@@ -202,6 +203,7 @@ def create_app(
     app[FRONTEND_ENGINES] = Engines()
     app[deletions.DELETIONS] = deletions.deletions(app)
     app[search.RECORDS] = Records()
+    app[flag_search.TOTALS] = Totals()
     app[OPENAPI] = msgspec.json.encode(openapi.document(ROUTES, VERSION))
     app[ui.UI] = ui.load(settings)
     declared = {(r.method, r.path) for r in ROUTES}

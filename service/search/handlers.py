@@ -3,19 +3,21 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Final
+
+from aiohttp import web
 
 from service import auth
 from service.http.answers import json_response
-from service.http.past import reading
+from service.http.past import in_past, reading
 from service.http.requests import int_param, principal, query_param, query_values
 from service.http.routes import Count, Param, Positive, Route
 from service.search import filters, queries
 from service.search.filters import Search
 from service.search.responses import SearchedFeature, SearchResult
 
-if TYPE_CHECKING:
-    from aiohttp import web
+# The totals this replica counted (queries.Totals); a past state's are never among them.
+TOTALS: Final = web.AppKey("search_totals", queries.Totals)
 
 
 def read_search(request: web.Request) -> Search:
@@ -49,7 +51,8 @@ async def search_features(request: web.Request) -> web.Response:
     search = read_search(request)
     user_id = principal(request).account_id
     async with reading(request) as conn:
-        total, rows, environments = await queries.page(conn, search, user_id)
+        totals = None if in_past(request) else request.app[TOTALS]
+        total, rows, environments = await queries.page(conn, search, user_id, totals)
     return json_response(
         SearchResult(
             features=[SearchedFeature.from_rows(r, environments[r["name"]]) for r in rows],

@@ -3,12 +3,14 @@ names the page's (in order), then the page's rows. Only fragments written here g
 SQL text; every value is a $n parameter.
 
 The statement is built for the page the UI opens with (a project's active flags, newest
-first, 25 of them): the count reads the index features_project_created_idx alone, and the
-page walks it in order and stops after the page (sql/0024). Favourites first is two such
-walks, the person's favourites and the rest, merged: never a sort of every flag."""
+first, 25 of them): the page walks the index features_project_created_idx in order and stops
+after the page (sql/0024). Favourites first is two such walks, the person's favourites and the
+rest, merged: never a sort of every flag. The count reads every match; a total counted at the
+log position the statement reads is taken as it is instead (Totals)."""
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Final
 
 from projections.feature_types import potentially_stale
@@ -200,8 +202,58 @@ def order_of(search: Search, where: Where) -> list[tuple[str, str]]:
     return [key, ("f.created_at", "ASC"), ("f.name", "ASC")]
 
 
-def page_sql(search: Search, user_id: int | None) -> tuple[str, list[Any]]:
-    """One statement: `total` (every match) and `names` (the page's, in order)."""
+TOTALS_KEPT: Final = 1024  # searches whose totals a replica remembers (the least recent go)
+
+
+class Totals:
+    """The totals this replica counted, each with the log position it was counted at. Every
+    read model a total reads is an inline projection's, written in the transaction that moves
+    the log's head: while the head has not moved, the total has not changed, and the page's
+    statement skips the count (at 10,000 flags most of its time). Searches whose matches move
+    with the clock (potentially stale) or with SDK reports (last seen) are never remembered."""
+
+    def __init__(self, size: int = TOTALS_KEPT) -> None:
+        self._size = size
+        self._known: OrderedDict[str, tuple[int, int]] = OrderedDict()
+
+    def get(self, key: str) -> tuple[int, int] | None:
+        """(head position, total) last counted for this search, if kept."""
+        found = self._known.get(key)
+        if found is not None:
+            self._known.move_to_end(key)
+        return found
+
+    def put(self, key: str, head: int, total: int) -> None:
+        self._known[key] = (head, total)
+        self._known.move_to_end(key)
+        while len(self._known) > self._size:
+            self._known.popitem(last=False)
+
+
+def _rememberable(search: Search) -> bool:
+    """Whether the search's matches depend only on what the log holds."""
+    if search.seen_before is not None or search.seen_from is not None:
+        return False
+    return not any(
+        c.field == "state" and "potentially-stale" in c.values for c in search.conditions
+    )
+
+
+def total_key(search: Search) -> str | None:
+    """What a search's total depends on (its conditions and their values), as Totals keys it;
+    None when the total is not to be remembered."""
+    if not _rememberable(search):
+        return None
+    where = where_of(search)
+    return repr((where.text(), where.args))
+
+
+def page_sql(
+    search: Search, user_id: int | None, known_head: int | None = None
+) -> tuple[str, list[Any]]:
+    """One statement: `head` (the log's position it read), `total` (every match; null when the
+    head is still `known_head`: the total counted then holds) and `names` (the page's, in
+    order)."""
     where = where_of(search)
     order = order_of(search, where)
     text = where.text()
@@ -230,9 +282,12 @@ def page_sql(search: Search, user_id: int | None) -> tuple[str, list[Any]]:
             f"WHERE {text} AND NOT {favorite} ORDER BY {ordered} LIMIT {upto})"
             f") x ORDER BY part, {outer} LIMIT {limit} OFFSET {offset}"
         )
+    known = where.param(-1 if known_head is None else known_head, "::bigint")
+    # The count is an InitPlan, run only when the CASE needs it.
     sql = (
-        f"SELECT (SELECT count(*) FROM features f WHERE {text}) AS total, "  # noqa: S608
-        f"array({page}) AS names"
+        f"SELECT h.position AS head, CASE WHEN h.position = {known} THEN NULL "  # noqa: S608
+        f"ELSE (SELECT count(*) FROM features f WHERE {text}) END AS total, "
+        f"array({page}) AS names FROM log_head h WHERE h.id = 1"
     )
     return sql, where.args
 
@@ -298,17 +353,23 @@ ORDER BY f.name, e.sort_order, e.name
 
 
 async def page(
-    conn: Conn, search: Search, user_id: int | None
+    conn: Conn, search: Search, user_id: int | None, totals: Totals | None = None
 ) -> tuple[int, list[asyncpg.Record], dict[str, list[asyncpg.Record]]]:
-    """The total, the page's rows in order and each one's environments."""
-    sql, args = page_sql(search, user_id)
+    """The total, the page's rows in order and each one's environments. `totals`: the totals
+    counted before, on the live read models (None for a past state's)."""
+    key = total_key(search) if totals is not None else None
+    known = totals.get(key) if totals is not None and key is not None else None
+    sql, args = page_sql(search, user_id, known[0] if known else None)
     found = await conn.fetchrow(sql, *args)
-    assert found is not None  # a SELECT without FROM has its one row
+    assert found is not None  # log_head has its one row
+    total: int = known[1] if found["total"] is None and known else found["total"]
+    if totals is not None and key is not None and found["total"] is not None:
+        totals.put(key, found["head"], total)
     names = list(found["names"])
     if not names:
-        return found["total"], [], {}
+        return total, [], {}
     rows = await conn.fetch(PAGE_ROWS, names, user_id)
     environments: dict[str, list[asyncpg.Record]] = {name: [] for name in names}
     for env in await conn.fetch(PAGE_ENVIRONMENTS, names):
         environments[env["feature"]].append(env)
-    return found["total"], rows, environments
+    return total, rows, environments
