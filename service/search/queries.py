@@ -216,6 +216,9 @@ class Totals:
         self._size = size
         self._known: OrderedDict[str, tuple[int, int]] = OrderedDict()
 
+    def __len__(self) -> int:
+        return len(self._known)
+
     def get(self, key: str) -> tuple[int, int] | None:
         """(head position, total) last counted for this search, if kept."""
         found = self._known.get(key)
