@@ -242,22 +242,13 @@ def _rememberable(search: Search) -> bool:
     )
 
 
-def total_key(search: Search) -> str | None:
-    """What a search's total depends on (its conditions and their values), as Totals keys it;
-    None when the total is not to be remembered."""
-    if not _rememberable(search):
-        return None
-    where = where_of(search)
-    return repr((where.text(), where.args))
-
-
-def page_sql(
-    search: Search, user_id: int | None, known_head: int | None = None
-) -> tuple[str, list[Any]]:
+def page_sql(search: Search, user_id: int | None) -> tuple[str, list[Any], str | None]:
     """One statement: `head` (the log's position it read), `total` (every match; null when the
-    head is still `known_head`: the total counted then holds) and `names` (the page's, in
-    order)."""
+    head is the statement's last parameter, which the caller appends: the log position of a
+    total counted before, or -1) and `names` (the page's, in order). Also the key Totals keeps
+    the total under (its conditions and their values), None for a total never remembered."""
     where = where_of(search)
+    key = repr((where.text(), where.args)) if _rememberable(search) else None
     order = order_of(search, where)
     text = where.text()
     keys = ", ".join(f"{expr} AS k{i}" for i, (expr, _) in enumerate(order))
@@ -285,14 +276,14 @@ def page_sql(
             f"WHERE {text} AND NOT {favorite} ORDER BY {ordered} LIMIT {upto})"
             f") x ORDER BY part, {outer} LIMIT {limit} OFFSET {offset}"
         )
-    known = where.param(-1 if known_head is None else known_head, "::bigint")
+    known = f"${len(where.args) + 1}::bigint"
     # The count is an InitPlan, run only when the CASE needs it.
     sql = (
         f"SELECT h.position AS head, CASE WHEN h.position = {known} THEN NULL "  # noqa: S608
         f"ELSE (SELECT count(*) FROM features f WHERE {text}) END AS total, "
         f"array({page}) AS names FROM log_head h WHERE h.id = 1"
     )
-    return sql, where.args
+    return sql, where.args, key
 
 
 # The page's flags in its order ($1 their names), with what each row of the table shows; $2
@@ -360,10 +351,9 @@ async def page(
 ) -> tuple[int, list[asyncpg.Record], dict[str, list[asyncpg.Record]]]:
     """The total, the page's rows in order and each one's environments. `totals`: the totals
     counted before, on the live read models (None for a past state's)."""
-    key = total_key(search) if totals is not None else None
+    sql, args, key = page_sql(search, user_id)
     known = totals.get(key) if totals is not None and key is not None else None
-    sql, args = page_sql(search, user_id, known[0] if known else None)
-    found = await conn.fetchrow(sql, *args)
+    found = await conn.fetchrow(sql, *args, known[0] if known else -1)
     assert found is not None  # log_head has its one row
     total: int = known[1] if found["total"] is None and known else found["total"]
     if totals is not None and key is not None and found["total"] is not None:
