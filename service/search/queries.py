@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Final
 
+from eventlog.reads import HEAD
 from projections.feature_types import potentially_stale
 from service.http.past import CLOCK
 from service.search.filters import Condition, Search, tag_pair
@@ -281,7 +282,7 @@ def page_sql(search: Search, user_id: int | None) -> tuple[str, list[Any], str |
     sql = (
         f"SELECT h.position AS head, CASE WHEN h.position = {known} THEN NULL "  # noqa: S608
         f"ELSE (SELECT count(*) FROM features f WHERE {text}) END AS total, "
-        f"array({page}) AS names FROM log_head h WHERE h.id = 1"
+        f"array({page}) AS names FROM ({HEAD}) h"
     )
     return sql, where.args, key
 
@@ -354,7 +355,7 @@ async def page(
     sql, args, key = page_sql(search, user_id)
     known = totals.get(key) if totals is not None and key is not None else None
     found = await conn.fetchrow(sql, *args, known[0] if known else -1)
-    assert found is not None  # log_head has its one row
+    assert found is not None  # the log's head is one row
     total: int = known[1] if found["total"] is None and known else found["total"]
     if totals is not None and key is not None and found["total"] is not None:
         totals.put(key, found["head"], total)
