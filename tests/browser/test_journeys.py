@@ -2,7 +2,7 @@
 point 3), each checked afterwards through the admin API. Each fails on an answer >= 400 it did
 not provoke and on a console error (tests/browser/ui.py's Watch). `make browser-test` runs them
 against the service; `make browser-test-reference` against the reference, so that they
-describe Unleash's UI and not a guess of it. /work/ui-calls.md lists the calls behind them.
+describe Unleash's UI and not a guess of it.
 """
 
 from __future__ import annotations
