@@ -66,6 +66,8 @@ from service.audit.diff import EntityChange, Point
 from service.audit.history import Context, Tag, flag_fields
 
 if TYPE_CHECKING:
+    import asyncpg
+
     from eventlog.codec import DomainEvent
     from service.audit.logsearch import LogEntry
 
@@ -119,6 +121,18 @@ class EventSearchResult(msgspec.Struct, frozen=True, kw_only=True):
 
     events: list[LogEvent]
     total: int
+
+
+class EventCreator(msgspec.Struct, frozen=True, kw_only=True):
+    """One of GET /api/admin/event-creators (Unleash's eventCreatorsSchema): an author by
+    Unleash's user id, with the account's name, else its username, else its e-mail."""
+
+    id: int
+    name: str
+
+    @classmethod
+    def from_row(cls, row: asyncpg.Record) -> EventCreator:
+        return cls(id=row["id"], name=row["name"])
 
 
 class AuditDiff(msgspec.Struct, frozen=True, kw_only=True):
