@@ -48,7 +48,7 @@ from eventlog.events.projects import (
     ProjectEnvironmentDisabled,
     ProjectEnvironmentEnabled,
 )
-from eventlog.events.tags import TagCreated
+from eventlog.events.tags import TagCreated, TagDeleted
 from eventlog.events.users import (
     PersonalAccessTokenCreated,
     PersonalAccessTokenDeleted,
@@ -382,7 +382,7 @@ def data(event: DomainEvent) -> Any:  # noqa: C901, PLR0911, PLR0912 - a shape p
             }
         case UsersImported():
             return camel(event)
-        case TagCreated(tag_type=tag_type, value=value):
+        case TagCreated(tag_type=tag_type, value=value) | TagDeleted(tag_type=tag_type, value=value):
             return {"type": tag_type, "value": value}
         case FeatureTypeLifetimeChanged(feature_type_id=type_id, lifetime_days=days):
             return {"id": type_id, "lifetimeDays": days}
