@@ -162,7 +162,7 @@ async def event_creators(request: web.Request) -> web.Response:
     """Everyone who caused an event, by Unleash's user id, with the name the UI shows: read
     through the log's index of authors, one step a distinct author (never the log itself)."""
     async with request.app[POOL].acquire() as conn:
-        rows = await conn.fetch(queries.EVENT_CREATORS)
+        rows = await logsearch.creators(conn)
     return json_response([EventCreator.from_row(r) for r in rows])
 
 

@@ -40,6 +40,29 @@ IMPORT_OF_USER = (
     "ORDER BY position DESC LIMIT 1"
 )
 
+# Every distinct author of the log, in id order, by a skip scan of its index of authors
+# (events_actor_position): one index probe a distinct author, however long the log. Names as
+# Unleash's: its two pseudo-users (an API token, the system), else the account's name,
+# username or e-mail; an account deleted since is named by its id (its name went with it).
+EVENT_CREATORS = """
+WITH RECURSIVE authors(id) AS (
+    SELECT min(actor_user_id) FROM events
+    UNION ALL
+    SELECT (SELECT min(e.actor_user_id) FROM events e WHERE e.actor_user_id > a.id)
+    FROM authors a WHERE a.id IS NOT NULL
+)
+SELECT a.id,
+       CASE a.id
+           WHEN -42 THEN 'Unleash Admin Token'
+           WHEN -1337 THEN 'Unleash System'
+           ELSE coalesce(nullif(u.name, ''), nullif(u.username, ''), nullif(u.email, ''),
+                         'Deleted user ' || a.id)
+       END AS name
+FROM authors a LEFT JOIN users u ON u.id = a.id
+WHERE a.id IS NOT NULL
+ORDER BY a.id
+"""
+
 
 # A search's plan depends on its values (a rare type or a common one): planned each time.
 CUSTOM_PLANS = "SET LOCAL plan_cache_mode = force_custom_plan"
@@ -237,6 +260,11 @@ async def stream_history(
         list(types),
     )
     return await _log_entries(conn, rows)
+
+
+async def creators(conn: Conn) -> list[asyncpg.Record]:
+    """Every author of the log (id, name), in id order."""
+    return list(await conn.fetch(EVENT_CREATORS))
 
 
 async def import_of_user(conn: Conn, user_id: int, before: int) -> LogEntry | None:

@@ -12,29 +12,6 @@ if TYPE_CHECKING:
     from eventlog.events.users import UserRecord
     from service.audit.logsearch import LogEntry
 
-# Every distinct author of the log, in id order, by a skip scan of its index of authors
-# (events_actor_position): one index probe a distinct author, however long the log. Names as
-# Unleash's: its two pseudo-users (an API token, the system), else the account's name,
-# username or e-mail; an account deleted since is named by its id (its name went with it).
-EVENT_CREATORS = """
-WITH RECURSIVE authors(id) AS (
-    SELECT min(actor_user_id) FROM events
-    UNION ALL
-    SELECT (SELECT min(e.actor_user_id) FROM events e WHERE e.actor_user_id > a.id)
-    FROM authors a WHERE a.id IS NOT NULL
-)
-SELECT a.id,
-       CASE a.id
-           WHEN -42 THEN 'Unleash Admin Token'
-           WHEN -1337 THEN 'Unleash System'
-           ELSE coalesce(nullif(u.name, ''), nullif(u.username, ''), nullif(u.email, ''),
-                         'Deleted user ' || a.id)
-       END AS name
-FROM authors a LEFT JOIN users u ON u.id = a.id
-WHERE a.id IS NOT NULL
-ORDER BY a.id
-"""
-
 
 async def contexts(conn: Conn, page: list[LogEntry]) -> dict[int, history.Context]:
     """For each event of a page, by position: its preData's state, a flag's tags, its project."""

@@ -382,7 +382,9 @@ def data(event: DomainEvent) -> Any:  # noqa: C901, PLR0911, PLR0912 - a shape p
             }
         case UsersImported():
             return camel(event)
-        case TagCreated(tag_type=tag_type, value=value) | TagDeleted(tag_type=tag_type, value=value):
+        case (
+            TagCreated(tag_type=tag_type, value=value) | TagDeleted(tag_type=tag_type, value=value)
+        ):
             return {"type": tag_type, "value": value}
         case FeatureTypeLifetimeChanged(feature_type_id=type_id, lifetime_days=days):
             return {"id": type_id, "lifetimeDays": days}
