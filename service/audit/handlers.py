@@ -133,14 +133,25 @@ async def _search(  # noqa: PLR0913 - a search's parts
     since: datetime | None = None,
     until: datetime | None = None,
 ) -> tuple[list[LogEvent], int]:
-    """Both searches: a page of the filter's events and its total; with `text`, the events of
-    one flag that hold it (the latest TEXT_SEARCHED of them, read and matched here)."""
+    """Both searches: a page of the filter's events and its total. With `text` and one flag,
+    the flag's events whose data, preData or tags hold it (the latest TEXT_SEARCHED of them,
+    read and matched here); with `text` otherwise, those whose data holds it among the latest
+    TEXT_SEARCHED the other filters keep (matched by the database)."""
     if text is not None and len(found.features or []) != 1:
-        one_flag = "`feature`" if posted else "feature=IS:<flag>"
-        raise ValidationError(
-            "query (free text over event data) is searched in one flag's events: give it with "
-            f"{one_flag}, or filter by type, project, feature, createdBy, from and to"
-            " - at `query`"
+        if after is not None:
+            cursor = "`after`" if posted else "after"
+            raise ValidationError(
+                f"query pages newest first: {cursor} does not take it - at `query`"
+            )
+        return await _read(
+            request,
+            found,
+            limit=limit,
+            offset=offset,
+            before=before,
+            since=since,
+            until=until,
+            text=text,
         )
     events, total = await _read(
         request,
@@ -167,10 +178,10 @@ async def event_creators(request: web.Request) -> web.Response:
 
 
 def _holds(event: LogEvent, text: str) -> bool:
-    """As Unleash's `query`: the text, in any case, in the event's type, data, preData or
-    tags (not in its author's name, which is personal data: docs/behavior.md)."""
+    """As Unleash's `query`: the text, in any case, in the event's data (here also its preData
+    or tags)."""
     wanted = text.casefold()
-    return wanted in event.type.casefold() or any(
+    return any(
         wanted in msgspec.json.encode(part).decode().casefold()
         for part in (event.data, event.pre_data, event.tags)
     )
@@ -186,6 +197,7 @@ async def _read(  # noqa: PLR0913 - a search's parts
     before: int | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
+    text: str | None = None,
 ) -> tuple[list[LogEvent], int]:
     """One snapshot: the time range as positions, the page, the total, what the page's streams
     held before its events. The total (an index scan as long as the matches) is counted at
@@ -199,6 +211,15 @@ async def _read(  # noqa: PLR0913 - a search's parts
             first = await eventlog.first_at_or_after(conn, until)
             if first is not None:
                 found = _bounded(found, until=first)
+        if text is not None:
+            if before is not None:  # the cursor, as a bound like the time range's
+                found = _bounded(found, until=min(before, found.until or before))
+            hits, matched = await logsearch.search_text(
+                conn, found, text, latest=TEXT_SEARCHED, limit=limit, offset=offset
+            )
+            held = await queries.contexts(conn, hits)
+            shown = [log_event(e, held[e.recorded.position]) for e in hits if e.recorded.position]
+            return shown, matched
         counting = asyncio.create_task(_count_aside(pool, await snapshot_of(conn), found))
         try:
             page = await logsearch.search(
@@ -328,8 +349,9 @@ SEARCH_PARAMS: Final = (
     Param(
         "query",
         Annotated[str, msgspec.Meta(max_length=1000)],
-        "Text (any case) in the event's data, preData or tags; only with one `feature`, whose"
-        f" latest {TEXT_SEARCHED} events are searched",
+        "Text (any case) in the event's data: with one `feature`, in its latest"
+        f" {TEXT_SEARCHED} events' data, preData or tags; otherwise in the data of the latest"
+        f" {TEXT_SEARCHED} events the other filters keep",
     ),
 )
 DIFF_PARAMS: Final = (

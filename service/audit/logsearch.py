@@ -224,6 +224,44 @@ async def search(  # noqa: PLR0913 - a page of a search has this many parts
     return await _log_entries(conn, await conn.fetch(sql, *where.args))
 
 
+def _like(text: str) -> str:
+    """An ILIKE pattern of the text anywhere, its `%`, `_` and `\\` plain characters."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _latest_holding(found: LogFilter, where: _Where, text: str, latest: int) -> str:
+    """The positions, newest first, of the events among the latest `latest` the filter keeps
+    whose stored data holds the text in any case (sealed personal values never do)."""
+    _filtered(found, where)
+    _bounds(found, where, None, None)
+    scanned = (
+        f"SELECT position, data FROM events WHERE {where.text()} "  # noqa: S608 - our SQL
+        f"ORDER BY position DESC LIMIT {latest:d}"
+    )
+    pattern = where.param(_like(text))
+    return f"SELECT w.position FROM ({scanned}) w WHERE w.data::text ILIKE {pattern}"  # noqa: S608
+
+
+async def search_text(  # noqa: PLR0913 - a page of a search has this many parts
+    conn: Conn, found: LogFilter, text: str, *, latest: int, limit: int, offset: int
+) -> tuple[list[LogEntry], int]:
+    """A page, newest first, of the events among the latest `latest` the filter keeps whose
+    data holds the text, and how many do: one bounded scan of the log, never all of it."""
+    await conn.execute(CUSTOM_PLANS)
+    where = _Where()
+    holding = _latest_holding(found, where, text, latest)
+    sql = (
+        f"SELECT {LOG_COLUMNS} FROM events WHERE position IN ("  # noqa: S608 - our SQL
+        f"SELECT position FROM ({holding}) h ORDER BY position DESC "
+        f"LIMIT {limit:d} OFFSET {offset:d}) ORDER BY position DESC"
+    )
+    page = await _log_entries(conn, await conn.fetch(sql, *where.args))
+    counted = _Where()
+    total = f"SELECT count(*) FROM ({_latest_holding(found, counted, text, latest)}) c"  # noqa: S608
+    return page, int(await conn.fetchval(total, *counted.args))
+
+
 async def _log_entries(conn: Conn, rows: Sequence[asyncpg.Record]) -> list[LogEntry]:
     keys = await mapper.keys_for(conn, rows)
     return [_log_entry(row, keys) for row in rows]
