@@ -45,6 +45,7 @@ def test_the_event_log_page_searched_by_flag_and_tag_and_a_flag_s_tab(journey: J
             journey.goto("/history")
         heading = page.get_by_text(re.compile(r"^Event log \(\d+\)$")).first
         heading.wait_for()
+        rows = page.locator("main")
         for text, kind in ((name, "feature-created"), (tag, "feature-tagged")):
             with page.expect_response(searching(journey, f"query={quote(text)}")) as searched:
                 page.get_by_placeholder("Search").first.fill(text)
@@ -55,9 +56,8 @@ def test_the_event_log_page_searched_by_flag_and_tag_and_a_flag_s_tab(journey: J
                 f"the heading counts {total}",
                 lambda t=total: heading.inner_text().endswith(f"({t})"),
             )
-            events = page.locator("main")
-            journey.wait_until(f"a {kind} row", lambda k=kind: k in events.inner_text())
-            assert name in events.inner_text()  # the rows' flag
+            journey.wait_until(f"a {kind} row", lambda k=kind: k in rows.inner_text())
+            assert name in rows.inner_text()  # the rows' flag
         if journey.target.name == "ours":
             page.screenshot(path=os.environ.get("EVENTS_SHOT", str(SHOT)))
         # A flag's event log tab: that flag's events only.
