@@ -7,7 +7,9 @@ process on a fresh embedded PostgreSQL; `tests.bench.biglog` appends BENCH_EVENT
 ours copied with Unleash's type name, project, flag, environment, author and time (its API is
 far too slow to make a million). Then every query kind below is asked
 BENCH_EVENTS_REQUESTS times (default 200) after 20 warm-ups, one request after another, of
-`GET /api/admin/search/events`: p50, p99 and max in milliseconds, and the `total` answered.
+`GET /api/admin/search/events`: p50, p99 and max in milliseconds, and the `total` answered;
+then the same of Unleash's older `POST /api/admin/events/search` (POSTED_QUERIES) and of
+`GET /api/admin/event-creators` (issue 43).
 Query kinds with `{flag}` or `{position}` take a random flag or log position each time; the
 cursor (`before`) is ours alone. Writes JSON to tests/bench/out/events.json.
 """

@@ -19,7 +19,7 @@ from tests.browser.ui import PROJECT, unique
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from playwright.sync_api import Response
+    from playwright.sync_api import Locator, Response
 
     from tests.browser.ui import Journey
 
@@ -31,6 +31,13 @@ def searching(journey: Journey, part: str) -> Callable[[Response], bool]:
     """The target's answer to an event search whose query string has this part."""
     answered = journey.answered("GET", r"/search/events$")
     return lambda response: answered(response) and part in response.url
+
+
+def shows(where: Locator, text: str, *, end: bool = False) -> Callable[[], bool]:
+    """Whether the element's text holds (or ends with) the text, asked when called."""
+    if end:
+        return lambda: str(where.inner_text()).endswith(text)
+    return lambda: text in str(where.inner_text())
 
 
 def test_the_event_log_page_searched_by_flag_and_tag_and_a_flag_s_tab(journey: Journey) -> None:
@@ -53,10 +60,9 @@ def test_the_event_log_page_searched_by_flag_and_tag_and_a_flag_s_tab(journey: J
             checked = api.ok("GET", f"/api/admin/search/events?query={quote(text)}&limit=1")
             assert total == checked["total"] >= 1
             journey.wait_until(
-                f"the heading counts {total}",
-                lambda t=total: heading.inner_text().endswith(f"({t})"),
+                f"the heading counts {total}", shows(heading, f"({total})", end=True)
             )
-            journey.wait_until(f"a {kind} row", lambda k=kind: k in rows.inner_text())
+            journey.wait_until(f"a {kind} row", shows(rows, kind))
             assert name in rows.inner_text()  # the rows' flag
         if journey.target.name == "ours":
             page.screenshot(path=os.environ.get("EVENTS_SHOT", str(SHOT)))
@@ -70,7 +76,7 @@ def test_the_event_log_page_searched_by_flag_and_tag_and_a_flag_s_tab(journey: J
         assert int(searched.value.json()["total"]) == mine["total"] == 3
         tab = page.locator("main")
         for kind in ("feature-created", "feature-tagged", "feature-strategy-add"):
-            journey.wait_until(f"a {kind} row", lambda k=kind: k in tab.inner_text())
+            journey.wait_until(f"a {kind} row", shows(tab, kind))
         journey.watch.assert_clean()
     finally:
         api.remove(name)

@@ -85,7 +85,7 @@ async def test_what_is_missing_is_a_404_or_a_400_and_records_nothing(
         (body(strategy_id, [one], environmentId="production"), 404),
         (body(strategy_id, [one + 100]), 400),
         (body(strategy_id, [0]), 400),
-        (body(strategy_id, ["x"]), 400),
+        (body(strategy_id, []) | {"segmentIds": ["x"]}, 400),
         ({"strategyId": strategy_id}, 400),
     ]:
         resp = await client.post(PATH, json=sent, headers=ADMIN)
