@@ -63,7 +63,13 @@ from eventlog.events.strategy_definitions import (
     StrategyDefinitionReactivated,
     StrategyDefinitionUpdated,
 )
-from eventlog.events.tags import TagCreated, TagTypeCreated, TagTypeDeleted, TagTypeUpdated
+from eventlog.events.tags import (
+    TagCreated,
+    TagDeleted,
+    TagTypeCreated,
+    TagTypeDeleted,
+    TagTypeUpdated,
+)
 from eventlog.events.users import (
     PasswordChanged,
     PersonalAccessTokenCreated,
@@ -134,6 +140,7 @@ DomainEvent: TypeAlias = (
     | TagTypeUpdated
     | TagTypeDeleted
     | TagCreated
+    | TagDeleted
     | FeatureTypeDefined
     | FeatureTypeLifetimeChanged
     | StrategyDefinitionCreated

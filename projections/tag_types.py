@@ -1,13 +1,19 @@
 """Read models `tag_types` and `tags`: the tag types, and every tag that exists as a value of
 one, created on its own (TagCreated) or by being put on a flag; a tag stays when no flag
-carries it any more (as in Unleash), and goes with its type."""
+carries it any more (as in Unleash), and goes when it is deleted (TagDeleted) or with its type."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from eventlog.events.features import FeatureCloned, FeatureTagged
-from eventlog.events.tags import TagCreated, TagTypeCreated, TagTypeDeleted, TagTypeUpdated
+from eventlog.events.tags import (
+    TagCreated,
+    TagDeleted,
+    TagTypeCreated,
+    TagTypeDeleted,
+    TagTypeUpdated,
+)
 from projections.base import Projection
 from projections.writes import Delete, Insert, Table, Update, Write
 
@@ -40,6 +46,8 @@ def writes(recorded: RecordedEvent) -> list[Write]:  # noqa: PLR0911 - a case pe
             return [Delete(TAGS, {"type": e.name}), Delete(TAG_TYPES, {"name": e.name})]
         case TagCreated() as e:
             return [_tag(e.tag_type, e.value)]
+        case TagDeleted() as e:
+            return [Delete(TAGS, {"type": e.tag_type, "value": e.value})]
         case FeatureTagged() as e:
             return [_tag(e.tag_type, e.value)]
         case FeatureCloned() as e:
@@ -54,6 +62,14 @@ PROJECTION = Projection(
     tables=(TAG_TYPES, TAGS),
     writes=writes,
     handles=frozenset(
-        {FeatureCloned, FeatureTagged, TagCreated, TagTypeCreated, TagTypeDeleted, TagTypeUpdated}
+        {
+            FeatureCloned,
+            FeatureTagged,
+            TagCreated,
+            TagDeleted,
+            TagTypeCreated,
+            TagTypeDeleted,
+            TagTypeUpdated,
+        }
     ),
 )

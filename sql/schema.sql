@@ -94,6 +94,7 @@ CREATE FUNCTION public.event_kind(p_type text, p_data jsonb) RETURNS text
         WHEN 'TagTypeUpdated' THEN 'tag-type-updated'
         WHEN 'TagTypeDeleted' THEN 'tag-type-deleted'
         WHEN 'TagCreated' THEN 'tag-created'
+        WHEN 'TagDeleted' THEN 'tag-deleted'
         WHEN 'FeatureTypeLifetimeChanged' THEN 'feature-type-updated'
         WHEN 'FeatureUpdated' THEN 'feature-metadata-updated'
         WHEN 'StrategiesReordered' THEN 'strategy-order-changed'

@@ -42,6 +42,16 @@ class TagTypeDeleted(Event, frozen=True, kw_only=True, tag="TagTypeDeleted"):
     name: str
 
 
+class TagDeleted(Event, frozen=True, kw_only=True, tag="TagDeleted"):
+    """The tag (a value of the type of this stream) is gone. The flags that carried it were
+    untagged first, each by a FeatureUntagged of its own stream in the same transaction."""
+
+    not_personal: ClassVar[tuple[str, ...]] = ("tag_type", "value")
+
+    tag_type: str
+    value: str
+
+
 class TagCreated(Event, frozen=True, kw_only=True, tag="TagCreated"):
     """A tag (a value of the type of this stream) exists, ready to be put on flags."""
 

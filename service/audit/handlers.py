@@ -14,10 +14,12 @@ from eventlog.connections import sharing, snapshot_of
 from service import auth
 from service.appkeys import POOL
 from service.audit import logsearch, queries, states
+from service.audit.commands import SearchEvents
 from service.audit.diff import entity_of_stream
 from service.audit.logsearch import LogFilter
 from service.audit.responses import (
     AuditDiff,
+    EventCreator,
     EventList,
     EventSearchResult,
     FeatureEventList,
@@ -33,7 +35,7 @@ from service.http.instants import (
     INSTANT_PATTERN,
     day_or_time,
 )
-from service.http.requests import int_param, principal, query_param
+from service.http.requests import int_param, principal, query_param, read_json
 from service.http.routes import Count, Param, Positive, Route
 
 if TYPE_CHECKING:
@@ -74,13 +76,6 @@ async def feature_events(request: web.Request) -> web.Response:
 async def search_events(request: web.Request) -> web.Response:
     """Newest first; `before`/`after` a position page without offsets (`after`: oldest first).
     Principals without ADMIN see only events that belong to a project, as in Unleash."""
-    text = query_param(request, "query") or None
-    if text is not None and len(_filter(request, "feature") or []) != 1:
-        raise ValidationError(
-            "query (free text over event data) is searched in one flag's events: give it with "
-            "feature=IS:<flag>, or filter by type, project, feature, createdBy, from and to"
-            " - at `query`"
-        )
     actors = _filter(request, "createdBy")
     if actors is not None and not all(_USER_ID.match(a) for a in actors):
         raise ValidationError("createdBy takes user ids (IS:<id>) - at `createdBy`")
@@ -91,26 +86,100 @@ async def search_events(request: web.Request) -> web.Response:
         actors=None if actors is None else [int(a) for a in actors],
         with_project=not principal(request).can(auth.ADMIN),
     )
-    limit = min(int_param(request, "limit", SEARCH_LIMIT, 1), MAX_LIMIT)
-    offset = int_param(request, "offset", 0, 0)
-    events, total = await _read(
+    events, total = await _search(
         request,
         found,
-        limit=limit if text is None else TEXT_SEARCHED,
-        offset=offset if text is None else 0,
+        query_param(request, "query") or None,
+        limit=min(int_param(request, "limit", SEARCH_LIMIT, 1), MAX_LIMIT),
+        offset=int_param(request, "offset", 0, 0),
         after=_position(request, "after"),
         before=_position(request, "before"),
         since=_time(request, "from", end=False),
         until=_time(request, "to", end=True),
     )
-    if text is not None:
-        events = [e for e in events if _holds(e, text)]
-        events, total = events[offset : offset + limit], len(events)
     return json_response(EventSearchResult(events=events, total=total))
 
 
+async def search_events_posted(request: web.Request) -> web.Response:
+    """Unleash's older search (POST, one value a filter, `totalEvents`): the same search as
+    GET /api/admin/search/events, newest first."""
+    body = await read_json(request, SearchEvents)
+    found = LogFilter(
+        kinds=_one(body.type),
+        projects=_one(body.project),
+        features=_one(body.feature),
+        with_project=not principal(request).can(auth.ADMIN),
+    )
+    events, total = await _search(
+        request, found, body.query, limit=body.limit, offset=body.offset, posted=True
+    )
+    return json_response(EventList(events=events, total_events=total))
+
+
+def _one(value: str | None) -> list[str] | None:
+    return None if value is None else [value]
+
+
+async def _search(  # noqa: PLR0913 - a search's parts
+    request: web.Request,
+    found: LogFilter,
+    text: str | None,
+    *,
+    limit: int,
+    offset: int,
+    posted: bool = False,
+    after: int | None = None,
+    before: int | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> tuple[list[LogEvent], int]:
+    """Both searches: a page of the filter's events and its total. With `text` and one flag,
+    the flag's events whose data, preData or tags hold it (the latest TEXT_SEARCHED of them,
+    read and matched here); with `text` otherwise, those whose data holds it among the latest
+    TEXT_SEARCHED the other filters keep (matched by the database)."""
+    if text is not None and len(found.features or []) != 1:
+        if after is not None:
+            cursor = "`after`" if posted else "after"
+            raise ValidationError(
+                f"query pages newest first: {cursor} does not take it - at `query`"
+            )
+        return await _read(
+            request,
+            found,
+            limit=limit,
+            offset=offset,
+            before=before,
+            since=since,
+            until=until,
+            text=text,
+        )
+    events, total = await _read(
+        request,
+        found,
+        limit=limit if text is None else TEXT_SEARCHED,
+        offset=offset if text is None else 0,
+        after=after,
+        before=before,
+        since=since,
+        until=until,
+    )
+    if text is not None:
+        events = [e for e in events if _holds(e, text)]
+        events, total = events[offset : offset + limit], len(events)
+    return events, total
+
+
+async def event_creators(request: web.Request) -> web.Response:
+    """Everyone who caused an event, by Unleash's user id, with the name the UI shows: read
+    through the log's index of authors, one step a distinct author (never the log itself)."""
+    async with request.app[POOL].acquire() as conn:
+        rows = await logsearch.creators(conn)
+    return json_response([EventCreator.from_row(r) for r in rows])
+
+
 def _holds(event: LogEvent, text: str) -> bool:
-    """As Unleash's `query`: the text, in any case, in the event's data, preData or tags."""
+    """As Unleash's `query`: the text, in any case, in the event's data (here also its preData
+    or tags)."""
     wanted = text.casefold()
     return any(
         wanted in msgspec.json.encode(part).decode().casefold()
@@ -128,6 +197,7 @@ async def _read(  # noqa: PLR0913 - a search's parts
     before: int | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
+    text: str | None = None,
 ) -> tuple[list[LogEvent], int]:
     """One snapshot: the time range as positions, the page, the total, what the page's streams
     held before its events. The total (an index scan as long as the matches) is counted at
@@ -141,6 +211,15 @@ async def _read(  # noqa: PLR0913 - a search's parts
             first = await eventlog.first_at_or_after(conn, until)
             if first is not None:
                 found = _bounded(found, until=first)
+        if text is not None:
+            if before is not None:  # the cursor, as a bound like the time range's
+                found = _bounded(found, until=min(before, found.until or before))
+            hits, matched = await logsearch.search_text(
+                conn, found, text, latest=TEXT_SEARCHED, limit=limit, offset=offset
+            )
+            held = await queries.contexts(conn, hits)
+            shown = [log_event(e, held[e.recorded.position]) for e in hits if e.recorded.position]
+            return shown, matched
         counting = asyncio.create_task(_count_aside(pool, await snapshot_of(conn), found))
         try:
             page = await logsearch.search(
@@ -270,8 +349,9 @@ SEARCH_PARAMS: Final = (
     Param(
         "query",
         Annotated[str, msgspec.Meta(max_length=1000)],
-        "Text (any case) in the event's data, preData or tags; only with one `feature`, whose"
-        f" latest {TEXT_SEARCHED} events are searched",
+        "Text (any case) in the event's data: with one `feature`, in its latest"
+        f" {TEXT_SEARCHED} events' data, preData or tags; otherwise in the data of the latest"
+        f" {TEXT_SEARCHED} events the other filters keep",
     ),
 )
 DIFF_PARAMS: Final = (
@@ -305,6 +385,21 @@ ROUTES = [
         feature_events,
         auth.READ,
         ok={200: FeatureEventList},
+    ),
+    Route(
+        "POST",
+        "/api/admin/events/search",
+        search_events_posted,
+        auth.READ,
+        body=SearchEvents,
+        ok={200: EventList},
+    ),
+    Route(
+        "GET",
+        "/api/admin/event-creators",
+        event_creators,
+        auth.READ,
+        ok={200: list[EventCreator]},
     ),
     Route(
         "GET",

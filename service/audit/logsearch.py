@@ -40,6 +40,29 @@ IMPORT_OF_USER = (
     "ORDER BY position DESC LIMIT 1"
 )
 
+# Every distinct author of the log, in id order, by a skip scan of its index of authors
+# (events_actor_position): one index probe a distinct author, however long the log. Names as
+# Unleash's: its two pseudo-users (an API token, the system), else the account's name,
+# username or e-mail; an account deleted since is named by its id (its name went with it).
+EVENT_CREATORS = """
+WITH RECURSIVE authors(id) AS (
+    SELECT min(actor_user_id) FROM events
+    UNION ALL
+    SELECT (SELECT min(e.actor_user_id) FROM events e WHERE e.actor_user_id > a.id)
+    FROM authors a WHERE a.id IS NOT NULL
+)
+SELECT a.id,
+       CASE a.id
+           WHEN -42 THEN 'Unleash Admin Token'
+           WHEN -1337 THEN 'Unleash System'
+           ELSE coalesce(nullif(u.name, ''), nullif(u.username, ''), nullif(u.email, ''),
+                         'Deleted user ' || a.id)
+       END AS name
+FROM authors a LEFT JOIN users u ON u.id = a.id
+WHERE a.id IS NOT NULL
+ORDER BY a.id
+"""
+
 
 # A search's plan depends on its values (a rare type or a common one): planned each time.
 CUSTOM_PLANS = "SET LOCAL plan_cache_mode = force_custom_plan"
@@ -201,6 +224,44 @@ async def search(  # noqa: PLR0913 - a page of a search has this many parts
     return await _log_entries(conn, await conn.fetch(sql, *where.args))
 
 
+def _like(text: str) -> str:
+    """An ILIKE pattern of the text anywhere, its `%`, `_` and `\\` plain characters."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _latest_holding(found: LogFilter, where: _Where, text: str, latest: int) -> str:
+    """The positions, newest first, of the events among the latest `latest` the filter keeps
+    whose stored data holds the text in any case (sealed personal values never do)."""
+    _filtered(found, where)
+    _bounds(found, where, None, None)
+    scanned = (
+        f"SELECT position, data FROM events WHERE {where.text()} "  # noqa: S608 - our SQL
+        f"ORDER BY position DESC LIMIT {latest:d}"
+    )
+    pattern = where.param(_like(text))
+    return f"SELECT w.position FROM ({scanned}) w WHERE w.data::text ILIKE {pattern}"  # noqa: S608
+
+
+async def search_text(  # noqa: PLR0913 - a page of a search has this many parts
+    conn: Conn, found: LogFilter, text: str, *, latest: int, limit: int, offset: int
+) -> tuple[list[LogEntry], int]:
+    """A page, newest first, of the events among the latest `latest` the filter keeps whose
+    data holds the text, and how many do: one bounded scan of the log, never all of it."""
+    await conn.execute(CUSTOM_PLANS)
+    where = _Where()
+    holding = _latest_holding(found, where, text, latest)
+    sql = (
+        f"SELECT {LOG_COLUMNS} FROM events WHERE position IN ("  # noqa: S608 - our SQL
+        f"SELECT position FROM ({holding}) h ORDER BY position DESC "
+        f"LIMIT {limit:d} OFFSET {offset:d}) ORDER BY position DESC"
+    )
+    page = await _log_entries(conn, await conn.fetch(sql, *where.args))
+    counted = _Where()
+    total = f"SELECT count(*) FROM ({_latest_holding(found, counted, text, latest)}) c"  # noqa: S608
+    return page, int(await conn.fetchval(total, *counted.args))
+
+
 async def _log_entries(conn: Conn, rows: Sequence[asyncpg.Record]) -> list[LogEntry]:
     keys = await mapper.keys_for(conn, rows)
     return [_log_entry(row, keys) for row in rows]
@@ -237,6 +298,11 @@ async def stream_history(
         list(types),
     )
     return await _log_entries(conn, rows)
+
+
+async def creators(conn: Conn) -> list[asyncpg.Record]:
+    """Every author of the log (id, name), in id order."""
+    return list(await conn.fetch(EVENT_CREATORS))
 
 
 async def import_of_user(conn: Conn, user_id: int, before: int) -> LogEntry | None:

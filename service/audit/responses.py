@@ -48,7 +48,7 @@ from eventlog.events.projects import (
     ProjectEnvironmentDisabled,
     ProjectEnvironmentEnabled,
 )
-from eventlog.events.tags import TagCreated
+from eventlog.events.tags import TagCreated, TagDeleted
 from eventlog.events.users import (
     PersonalAccessTokenCreated,
     PersonalAccessTokenDeleted,
@@ -66,6 +66,8 @@ from service.audit.diff import EntityChange, Point
 from service.audit.history import Context, Tag, flag_fields
 
 if TYPE_CHECKING:
+    import asyncpg
+
     from eventlog.codec import DomainEvent
     from service.audit.logsearch import LogEntry
 
@@ -119,6 +121,18 @@ class EventSearchResult(msgspec.Struct, frozen=True, kw_only=True):
 
     events: list[LogEvent]
     total: int
+
+
+class EventCreator(msgspec.Struct, frozen=True, kw_only=True):
+    """One of GET /api/admin/event-creators (Unleash's eventCreatorsSchema): an author by
+    Unleash's user id, with the account's name, else its username, else its e-mail."""
+
+    id: int
+    name: str
+
+    @classmethod
+    def from_row(cls, row: asyncpg.Record) -> EventCreator:
+        return cls(id=row["id"], name=row["name"])
 
 
 class AuditDiff(msgspec.Struct, frozen=True, kw_only=True):
@@ -368,7 +382,9 @@ def data(event: DomainEvent) -> Any:  # noqa: C901, PLR0911, PLR0912 - a shape p
             }
         case UsersImported():
             return camel(event)
-        case TagCreated(tag_type=tag_type, value=value):
+        case (
+            TagCreated(tag_type=tag_type, value=value) | TagDeleted(tag_type=tag_type, value=value)
+        ):
             return {"type": tag_type, "value": value}
         case FeatureTypeLifetimeChanged(feature_type_id=type_id, lifetime_days=days):
             return {"id": type_id, "lifetimeDays": days}

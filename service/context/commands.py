@@ -21,11 +21,18 @@ class LegalValue(msgspec.Struct, frozen=True, kw_only=True):
     description: Annotated[str, msgspec.Meta(max_length=1000)] | None = None
 
 
-LegalValues = Annotated[list[LegalValue], msgspec.Meta(max_length=1000)]
+MAX_LEGAL_VALUES = 1000
+LegalValues = Annotated[list[LegalValue], msgspec.Meta(max_length=MAX_LEGAL_VALUES)]
 EXAMPLE_VALUES: list[dict[str, object]] = [
     {"value": "gold", "description": "Paid yearly"},
     {"value": "silver"},
 ]
+
+
+class OneLegalValue(LegalValue, frozen=True, kw_only=True):
+    """POST /api/admin/context/{name}/legal-values: added, or its description replaced."""
+
+    example: ClassVar[dict[str, object]] = {"value": "gold", "description": "Paid yearly"}
 
 
 class FieldName(msgspec.Struct, frozen=True, kw_only=True):

@@ -18,6 +18,7 @@ from eventlog.events.context_fields import (
     ContextFieldUpdated,
     LegalValue,
 )
+from service.context.commands import MAX_LEGAL_VALUES
 from service.errors import InvalidOperation, NameExists, NotFound, ValidationError
 from service.names import validate_name
 
@@ -112,6 +113,46 @@ def update_field(
         stickiness=body.stickiness,
         sort_order=current.sort_order if body.sort_order is None else body.sort_order,
     )
+
+
+def _changed(current: Field, legal_values: list[LegalValue]) -> ContextFieldUpdated | None:
+    """The field with these legal values, the rest as it is; None when nothing changes."""
+    if legal_values == current.legal_values:
+        return None
+    return ContextFieldUpdated(
+        name=current.name,
+        description=current.description,
+        legal_values=legal_values,
+        stickiness=current.stickiness,
+        sort_order=current.sort_order,
+    )
+
+
+def put_legal_value(
+    name: str, body: commands.OneLegalValue, *, current: Field | None
+) -> ContextFieldUpdated | None:
+    """A value the field lacks is added last; one it has takes the new description (left
+    out: none), in its place, as in Unleash. None: it is there as given, nothing recorded."""
+    if current is None:
+        raise missing(name)
+    given = LegalValue(value=body.value, description=body.description)
+    values = [given if v.value == body.value else v for v in current.legal_values]
+    if given not in values:
+        values.append(given)
+    if len(values) > MAX_LEGAL_VALUES:
+        raise ValidationError(
+            f"A context field has at most {MAX_LEGAL_VALUES} legal values - at `$.value`"
+        )
+    return _changed(current, values)
+
+
+def delete_legal_value(
+    name: str, value: str, *, current: Field | None
+) -> ContextFieldUpdated | None:
+    """A value the field lacks is no change (200, as in Unleash, but nothing recorded)."""
+    if current is None:
+        raise missing(name)
+    return _changed(current, [v for v in current.legal_values if v.value != value])
 
 
 def delete_field(name: str, *, current: Field | None) -> ContextFieldDeleted:

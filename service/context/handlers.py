@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from service import auth
 from service.appkeys import POOL
 from service.context import domain, queries
-from service.context.commands import CreateField, FieldName, UpdateField
+from service.context.commands import CreateField, FieldName, OneLegalValue, UpdateField
 from service.context.responses import (
     ConstrainedStrategies,
     ConstrainedStrategy,
@@ -29,6 +29,7 @@ BASE = "/api/admin/context"
 # one field does not take it, so that route alone answers there (a 405 names its methods).
 ONE = BASE + "/{contextField:(?!validate$)[^/]+}"
 USING = BASE + "/{contextField}/strategies"
+LEGAL_VALUES = BASE + "/{contextField}/legal-values"
 
 
 async def list_context_fields(request: web.Request) -> web.Response:
@@ -98,6 +99,29 @@ async def delete_context_field(request: web.Request) -> web.Response:
     return empty()
 
 
+async def put_legal_value(request: web.Request) -> web.Response:
+    name = request.match_info["contextField"]
+    body = await read_json(request, OneLegalValue)
+    async with unit_of_work(request) as uow:
+        await queries.lock_name(uow.conn, name)
+        current = await queries.field(uow.conn, name, lock=True)
+        event = domain.put_legal_value(name, body, current=current)
+        if event is not None:
+            await uow.append(domain.stream(name), [event], actor(request))
+    return empty()
+
+
+async def delete_legal_value(request: web.Request) -> web.Response:
+    name = request.match_info["contextField"]
+    async with unit_of_work(request) as uow:
+        await queries.lock_name(uow.conn, name)
+        current = await queries.field(uow.conn, name, lock=True)
+        event = domain.delete_legal_value(name, request.match_info["value"], current=current)
+        if event is not None:
+            await uow.append(domain.stream(name), [event], actor(request))
+    return empty()
+
+
 ROUTES = [
     Route(
         "GET", BASE, list_context_fields, auth.READ, ok={200: list[ListedContextField]}, past=True
@@ -145,5 +169,20 @@ ROUTES = [
         auth.READ,
         ok={200: ConstrainedStrategies},
         past=True,
+    ),
+    Route(
+        "POST",
+        LEGAL_VALUES,
+        put_legal_value,
+        auth.UPDATE_CONTEXT_FIELD,
+        body=OneLegalValue,
+        ok={200: None},
+    ),
+    Route(
+        "DELETE",
+        LEGAL_VALUES + "/{value}",
+        delete_legal_value,
+        auth.UPDATE_CONTEXT_FIELD,
+        ok={200: None},
     ),
 ]

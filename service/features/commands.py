@@ -118,6 +118,23 @@ class Variant(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     overrides: Annotated[list[Override], msgspec.Meta(max_length=100)] = []
 
 
+class StrategySegments(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """POST /api/admin/segments/strategies (Unleash's updateFeatureStrategySegmentsSchema):
+    the segments a strategy uses from now on, all of them."""
+
+    example: ClassVar[dict[str, object]] = {
+        "projectId": "default",
+        "strategyId": "15d1e20b-6310-4e17-a0c2-9fb84de3053a",
+        "environmentId": "development",
+        "segmentIds": [1],
+    }
+
+    project_id: Short
+    strategy_id: Short
+    environment_id: Short
+    segment_ids: Annotated[list[SegmentId], msgspec.Meta(max_length=100)]
+
+
 class StrategyBody(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     """POST and PUT of a strategy: PUT replaces the whole strategy, as in Unleash."""
 

@@ -1065,6 +1065,35 @@ def patched_strategy(
         raise ValidationError(f"The patched strategy is not valid: {exc}") from None
 
 
+def strategy_segments_set(
+    target: Target,
+    current: dict[str, Any],
+    state: EnvironmentState | None,
+    *,
+    segment_ids: Sequence[int],
+    missing_segments: Sequence[int],
+) -> StrategyUpdated | None:
+    """POST /api/admin/segments/strategies: the strategy as the API shows it (`current`) with
+    these segments, saved as a PUT saves it. Unlike Unleash, which records nothing, the change
+    is a StrategyUpdated (Unleash's `feature-strategy-update`); None: the strategy uses these
+    segments already, nothing recorded."""
+    check_target(target, state)
+    if missing_segments:
+        raise ValidationError(f"Segment {missing_segments[0]} does not exist - at `$.segmentIds`")
+    wanted = list(dict.fromkeys(segment_ids))  # each once, in the order given
+    if wanted == current["segments"]:
+        return None
+    body = msgspec.convert(current | {"segments": wanted}, commands.StrategyBody)
+    return update_strategy(
+        target,
+        body,
+        state,
+        strategy_id=current["id"],
+        current_sort_order=current["sortOrder"],
+        missing_segments=(),
+    )
+
+
 def patched_variants(
     current: list[Any], operations: Sequence[patches.Operation]
 ) -> list[commands.Variant]:

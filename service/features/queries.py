@@ -89,6 +89,7 @@ SELECT {_STRATEGY_COLUMNS} FROM feature_strategies s
 WHERE s.feature_name = $1 AND s.environment = $2
 ORDER BY s.sort_order, s.created_at, s.id
 """  # noqa: S608 - constants
+FEATURE_OF_STRATEGY = "SELECT feature_name FROM feature_strategies WHERE id = $1"
 STRATEGY = f"SELECT {_STRATEGY_COLUMNS} FROM feature_strategies s WHERE s.id = $1"  # noqa: S608
 STRATEGY_IN = f"""
 SELECT {_STRATEGY_COLUMNS} FROM feature_strategies s

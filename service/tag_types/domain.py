@@ -7,7 +7,13 @@ from typing import TYPE_CHECKING, NamedTuple
 import msgspec
 
 from eventlog.events.features import FeatureUntagged
-from eventlog.events.tags import TagCreated, TagTypeCreated, TagTypeDeleted, TagTypeUpdated
+from eventlog.events.tags import (
+    TagCreated,
+    TagDeleted,
+    TagTypeCreated,
+    TagTypeDeleted,
+    TagTypeUpdated,
+)
 from service import names
 from service.errors import NameExists, NotFound, ValidationError
 from service.names import validate_name
@@ -118,6 +124,25 @@ def delete_tag_type(
         for t in tagged
     ]
     return untagged, TagTypeDeleted(name=name)
+
+
+def tag_missing(tag_type: str, value: str) -> NotFound:
+    return NotFound(f"No tag with type: [{tag_type}] and value [{value}]")  # Unleash's words
+
+
+def delete_tag(
+    tag_type: str, value: str, *, exists: bool, tagged: list[Tagged]
+) -> tuple[list[FeatureUntagged], TagDeleted]:
+    """As in Unleash, deleting a tag takes it off every flag: each flag's untagging an event of
+    the flag's stream, then the tag's deletion. Unlike Unleash (200, and a `tag-deleted` of
+    nothing), a tag that does not exist is a 404 and records nothing."""
+    if not exists:
+        raise tag_missing(tag_type, value)
+    untagged = [
+        FeatureUntagged(name=t.feature, tag_type=tag_type, value=value, project=t.project)
+        for t in tagged
+    ]
+    return untagged, TagDeleted(tag_type=tag_type, value=value)
 
 
 def create_tag(

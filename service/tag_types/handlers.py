@@ -31,6 +31,7 @@ TAG_TYPES = "/api/admin/tag-types"
 # has exactly the methods the document lists (405 and its Allow header); the name is reserved.
 ONE_TAG_TYPE = TAG_TYPES + "/{name:(?!validate$)[^/]+}"
 TAGS = "/api/admin/tags"
+ONE_TAG = TAGS + "/{type}/{value}"
 
 
 async def list_tag_types(request: web.Request) -> web.Response:
@@ -122,6 +123,31 @@ async def create_tag(request: web.Request) -> web.Response:
     return json_response(OneTag.created(event), status=201)
 
 
+async def get_tag(request: web.Request) -> web.Response:
+    tag_type, value = request.match_info["type"], request.match_info["value"]
+    async with reading(request) as conn:
+        row = await conn.fetchrow(queries.TAG, tag_type, value)
+    if row is None:
+        raise domain.tag_missing(tag_type, value)
+    return json_response(OneTag.from_row(row))
+
+
+async def delete_tag(request: web.Request) -> web.Response:
+    """Off every flag that carries it (archived ones too), then gone."""
+    tag_type, value = request.match_info["type"], request.match_info["value"]
+    async with unit_of_work(request) as uow:
+        # The type's row first, as tagging a flag locks it (queries.LOCK_TAG_TYPE), then the
+        # tag's, then the flags that carry it.
+        type_exists = await uow.conn.fetchrow(queries.LOCK_TAG_TYPE, tag_type) is not None
+        exists = type_exists and await uow.conn.fetchrow(queries.LOCK_TAG, tag_type, value)
+        tagged = await queries.lock_tagged(uow.conn, tag_type, value) if exists else []
+        untagged, deleted = domain.delete_tag(tag_type, value, exists=bool(exists), tagged=tagged)
+        for event in untagged:
+            await uow.append(("feature", event.name), [event], actor(request))
+        await uow.append(domain.stream(tag_type), [deleted], actor(request))
+    return empty()
+
+
 ROUTES = [
     Route("GET", TAG_TYPES, list_tag_types, auth.READ, ok={200: TagTypeList}, past=True),
     Route(
@@ -163,4 +189,6 @@ ROUTES = [
         errors=(NameExists,),
     ),
     Route("GET", TAGS + "/{type}", list_tags_of_type, auth.READ, ok={200: TagItemList}, past=True),
+    Route("GET", ONE_TAG, get_tag, auth.READ, ok={200: OneTag}, past=True),
+    Route("DELETE", ONE_TAG, delete_tag, auth.UPDATE_FEATURE, ok={200: None}),  # as Unleash
 ]

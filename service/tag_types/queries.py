@@ -39,10 +39,20 @@ WHERE t.type = $1
 ORDER BY t.feature_name, t.value
 FOR UPDATE OF f
 """
+LOCK_TAGGED_WITH = """
+SELECT t.feature_name AS feature, f.project, t.value
+FROM feature_tags t JOIN features f ON f.name = t.feature_name
+WHERE t.type = $1 AND t.value = $2
+ORDER BY t.feature_name
+FOR UPDATE OF f
+"""
+TAG = "SELECT type, value FROM tags WHERE type = $1 AND value = $2"
+# The tag's row, locked: a deletion and the taggings or creations of that value queue.
+LOCK_TAG = TAG + " FOR UPDATE"
 TAG_EXISTS = "SELECT EXISTS (SELECT 1 FROM tags WHERE type = $1 AND value = $2)"
 
 
-async def lock_tagged(conn: Conn, tag_type: str) -> list[domain.Tagged]:
+async def lock_tagged(conn: Conn, tag_type: str, value: str | None = None) -> list[domain.Tagged]:
     """The tags of the type on flags, every such flag locked (the type's row is locked
     already, so no flag is tagged with it meanwhile). A statement that waited for a flag's lock
     read the tags as they were when it began, and a clone committed meanwhile may have copied
@@ -50,7 +60,12 @@ async def lock_tagged(conn: Conn, tag_type: str) -> list[domain.Tagged]:
     finds what the one before it found, every flag in it locked."""
     found: list[domain.Tagged] = []
     while True:
-        rows = [domain.Tagged(**dict(r)) for r in await conn.fetch(LOCK_TAGGED, tag_type)]
+        found_now = await (
+            conn.fetch(LOCK_TAGGED, tag_type)
+            if value is None
+            else conn.fetch(LOCK_TAGGED_WITH, tag_type, value)
+        )
+        rows = [domain.Tagged(**dict(r)) for r in found_now]
         if rows == found:
             return found
         found = rows

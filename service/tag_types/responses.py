@@ -80,5 +80,9 @@ class OneTag(msgspec.Struct, frozen=True, kw_only=True):
     tag: TagItem
 
     @classmethod
+    def from_row(cls, row: asyncpg.Record) -> OneTag:
+        return cls(tag=TagItem(type=row["type"], value=row["value"]))
+
+    @classmethod
     def created(cls, event: TagCreated) -> OneTag:
         return cls(tag=TagItem(type=event.tag_type, value=event.value))

@@ -461,7 +461,7 @@ async def test_the_last_hundred_and_a_project_s(client: Client) -> None:
         ("offset=-1", "offset"),
         ("before=x", "before"),
         ("after=1e3", "after"),
-        ("query=admin", "query"),
+        ("query=admin&after=3", "query"),  # text pages newest first only
         ("type=IS:a&type=IS:b", "type"),
     ],
 )

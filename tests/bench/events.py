@@ -7,7 +7,9 @@ process on a fresh embedded PostgreSQL; `tests.bench.biglog` appends BENCH_EVENT
 ours copied with Unleash's type name, project, flag, environment, author and time (its API is
 far too slow to make a million). Then every query kind below is asked
 BENCH_EVENTS_REQUESTS times (default 200) after 20 warm-ups, one request after another, of
-`GET /api/admin/search/events`: p50, p99 and max in milliseconds, and the `total` answered.
+`GET /api/admin/search/events`: p50, p99 and max in milliseconds, and the `total` answered;
+then the same of Unleash's older `POST /api/admin/events/search` (POSTED_QUERIES) and of
+`GET /api/admin/event-creators` (issue 43).
 Query kinds with `{flag}` or `{position}` take a random flag or log position each time; the
 cursor (`before`) is ours alone. Writes JSON to tests/bench/out/events.json.
 """
@@ -55,6 +57,18 @@ QUERIES: list[tuple[str, str, bool]] = [
     ("cursor: a type before a position", "type=IS:feature-strategy-add&before={position}", True),
     ("cursor: 100 after a position", "after={position}&limit=100", True),
 ]
+# Unleash's older search (POST, one value a filter; issue 43), the same search underneath:
+# (name, body; `{flag}` a random flag each time).
+POSTED = "/api/admin/events/search"
+POSTED_QUERIES: list[tuple[str, dict[str, Any]]] = [
+    ("POST: newest 100", {}),
+    ("POST: a common type", {"type": "feature-strategy-add"}),
+    ("POST: type and project", {"type": "feature-created", "project": "project-7"}),
+    ("POST: one flag", {"feature": "{flag}"}),
+    ("POST: one flag's text", {"feature": "{flag}", "query": "rollout"}),
+    ("POST: page 11 of a type", {"type": "feature-tagged", "offset": 1000}),
+]
+CREATORS = "/api/admin/event-creators"
 # Our column of each stored type's Unleash name, for the reference's copy of the log.
 COPY_LOG = """
 SELECT kind AS type, metadata ->> 'actor_name' AS created_by, recorded_at AS created_at,
@@ -90,6 +104,40 @@ async def measure(base: str, token: str, query: str, requests: int, pick: Any) -
             if n >= WARM_UP:
                 latencies.append((time.perf_counter() - started) * 1000)
                 totals.add(json.loads(body)["total"])
+    latencies.sort()
+    return {
+        "p50_ms": round(percentile(latencies, 0.50), 1),
+        "p99_ms": round(percentile(latencies, 0.99), 1),
+        "max_ms": round(latencies[-1], 1),
+        "total": min(totals) if len(totals) == 1 else f"{min(totals)}-{max(totals)}",
+    }
+
+
+async def measure_other(
+    base: str, token: str, body: dict[str, Any] | None, requests: int, pick: Any
+) -> dict[str, Any]:
+    """POST /api/admin/events/search with this body (its `{...}` filled each time), or with
+    None GET /api/admin/event-creators; the total is `totalEvents`, or the creators."""
+    latencies: list[float] = []
+    totals: set[int] = set()
+    async with aiohttp.ClientSession(headers={"Authorization": token}) as session:
+        for n in range(WARM_UP + requests):
+            picked = pick()
+            started = time.perf_counter()
+            if body is None:
+                response = await session.get(f"{base}{CREATORS}")
+            else:
+                filled = {
+                    k: v.format(**picked) if isinstance(v, str) else v for k, v in body.items()
+                }
+                response = await session.post(f"{base}{POSTED}", json=filled)
+            async with response:
+                raw = await response.read()
+                assert response.status == 200, (body, response.status, raw[:300])
+            if n >= WARM_UP:
+                latencies.append((time.perf_counter() - started) * 1000)
+                found = json.loads(raw)
+                totals.add(len(found) if body is None else found["totalEvents"])
     latencies.sort()
     return {
         "p50_ms": round(percentile(latencies, 0.50), 1),
@@ -159,6 +207,9 @@ async def bench() -> dict[str, Any]:
         for name, query, _ in QUERIES:
             report["ours"][name] = await measure(base, TOKEN, query, requests, pick)
             print(f"ours {name}: {report['ours'][name]}", file=sys.stderr)
+        for name, body in [*POSTED_QUERIES, ("event-creators", None)]:
+            report["ours"][name] = await measure_other(base, TOKEN, body, requests, pick)
+            print(f"ours {name}: {report['ours'][name]}", file=sys.stderr)
         if os.environ.get("BENCH_REFERENCE") == "1":
             with serving_reference() as (ref_base, _ref_pid):
                 ref_dsn = re.sub(r"^postgres://", "postgresql://", reference_dsn())
@@ -167,6 +218,10 @@ async def bench() -> dict[str, Any]:
                     if ours_only:
                         continue
                     found = await measure(ref_base, REFERENCE_TOKEN, query, requests, pick)
+                    report["reference"][name] = found
+                    print(f"reference {name}: {found}", file=sys.stderr)
+                for name, body in [*POSTED_QUERIES, ("event-creators", None)]:
+                    found = await measure_other(ref_base, REFERENCE_TOKEN, body, requests, pick)
                     report["reference"][name] = found
                     print(f"reference {name}: {found}", file=sys.stderr)
     return report
@@ -185,7 +240,12 @@ def render(report: dict[str, Any]) -> str:
         "| reference p99 ms | reference total |\n|---|---:|---:|---:|---:|---:|---:|---:|"
     )
     rows = []
-    for name, query, _ in QUERIES:
+    cells = [(name, query) for name, query, _ in QUERIES]
+    cells += [(name, f"POST {POSTED} {json.dumps(body)}") for name, body in POSTED_QUERIES]
+    cells.append(("event-creators", f"GET {CREATORS}"))
+    for name, query in cells:
+        if name not in report["ours"]:
+            continue
         ours = report["ours"][name]
         ref = report["reference"].get(name, {})
         rows.append(

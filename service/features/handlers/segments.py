@@ -6,12 +6,20 @@ import uuid
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final
 
+import msgspec
+
 from service import auth
 from service.appkeys import POOL
-from service.errors import Conflict, NameExists
+from service.errors import Conflict, NameExists, NotFound
 from service.features import domain, queries
-from service.features.commands import SegmentBody, SegmentName
-from service.features.responses import Segment, SegmentList, SegmentStrategies, SegmentStrategy
+from service.features.commands import SegmentBody, SegmentName, StrategySegments
+from service.features.responses import (
+    Segment,
+    SegmentList,
+    SegmentStrategies,
+    SegmentStrategy,
+    Strategy,
+)
 from service.http.answers import empty, json_response
 from service.http.past import reading
 from service.http.requests import actor, read_json, unit_of_work
@@ -139,6 +147,39 @@ async def segments_of_strategy(request: web.Request) -> web.Response:
     return json_response(SegmentList(segments=[Segment.from_row(r) for r in rows]))
 
 
+async def set_strategy_segments(request: web.Request) -> web.Response:
+    """The segments one strategy uses (all of them), as Unleash's UI saves them; the answer
+    is the body, as Unleash's."""
+    body = await read_json(request, StrategySegments)
+    try:
+        strategy_id = uuid.UUID(body.strategy_id)
+    except ValueError:
+        raise domain.strategy_not_found(body.strategy_id) from None
+    async with unit_of_work(request) as uow:
+        # A strategy stays with its flag: which flag is read before the flag's lock.
+        feature = await uow.conn.fetchval(queries.FEATURE_OF_STRATEGY, strategy_id)
+        if feature is None:
+            raise domain.strategy_not_found(body.strategy_id)
+        target = domain.Target(feature, body.project_id, body.environment_id)
+        state = await queries.environment_state(uow.conn, target, lock=True)
+        domain.check_target(target, state)
+        row = await uow.conn.fetchrow(
+            queries.STRATEGY_IN, strategy_id, feature, body.environment_id
+        )
+        if row is None:
+            raise domain.strategy_not_found(body.strategy_id)
+        event = domain.strategy_segments_set(
+            target,
+            msgspec.to_builtins(Strategy.from_row(row)),
+            state,
+            segment_ids=body.segment_ids,
+            missing_segments=await queries.missing_segments(uow.conn, body.segment_ids),
+        )
+        if event is not None:
+            await uow.append(domain.stream(feature), [event], actor(request))
+    return json_response(body, status=201)
+
+
 ROUTES = [
     Route("GET", "/api/admin/segments", list_segments, auth.READ, ok={200: SegmentList}, past=True),
     Route(
@@ -204,5 +245,14 @@ ROUTES = [
         auth.READ,
         ok={200: SegmentList},
         past=True,
+    ),
+    Route(
+        "POST",
+        "/api/admin/segments/strategies",
+        set_strategy_segments,
+        auth.UPDATE_FEATURE,  # Unleash's UPDATE_FEATURE_STRATEGY, which ours is part of
+        body=StrategySegments,
+        ok={201: StrategySegments},
+        errors=(NotFound,),
     ),
 ]
