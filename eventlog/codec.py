@@ -50,7 +50,10 @@ from eventlog.events.features import (
 from eventlog.events.preferences import FeedbackRecorded, SplashSeen
 from eventlog.events.privacy import PersonalDataErased
 from eventlog.events.projects import (
+    DefaultStrategySet,
     EnvironmentCreated,
+    EnvironmentSortOrderSet,
+    EnvironmentSwitched,
     ProjectArchived,
     ProjectCreated,
     ProjectEnvironmentDisabled,
@@ -96,6 +99,9 @@ DomainEvent: TypeAlias = (
     | ProjectArchived
     | ProjectEnvironmentEnabled
     | ProjectEnvironmentDisabled
+    | EnvironmentSwitched
+    | EnvironmentSortOrderSet
+    | DefaultStrategySet
     | FeatureCreated
     | FeatureArchived
     | FeatureRevived

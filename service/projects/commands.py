@@ -43,3 +43,14 @@ class CreateEnvironment(msgspec.Struct, frozen=True, kw_only=True, rename="camel
 class EnableEnvironment(msgspec.Struct, frozen=True, kw_only=True):
     example: ClassVar[dict[str, object]] = {"environment": "development"}
     environment: str
+
+
+SortOrders = Annotated[
+    dict[Annotated[str, msgspec.Meta(max_length=100)], SortOrder],
+    msgspec.Meta(
+        max_length=1000,
+        description="Environments and their new sortOrder (names that exist nowhere are"
+        " ignored, as in Unleash)",
+        examples=[{"development": 1, "production": 2}],
+    ),
+]

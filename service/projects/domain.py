@@ -8,6 +8,8 @@ import msgspec
 
 from eventlog.events.projects import (
     EnvironmentCreated,
+    EnvironmentSortOrderSet,
+    EnvironmentSwitched,
     ProjectArchived,
     ProjectCreated,
     ProjectEnvironmentDisabled,
@@ -17,6 +19,7 @@ from service.errors import Conflict, NameExists, NotFound, ValidationError
 from service.names import validate_name
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from datetime import datetime
 
     from service.projects.commands import CreateEnvironment, CreateProject
@@ -111,3 +114,29 @@ def disable_environment(
     if len(project.environments) == 1:
         raise ValidationError("A project must always keep at least one enabled environment")
     return ProjectEnvironmentDisabled(project_id=project_id, environment=environment)
+
+
+def environment_missing(name: str) -> NotFound:
+    return NotFound(f"Could not find environment with name: {name}")
+
+
+def switch_environment(name: str, *, enabled: bool | None, on: bool) -> EnvironmentSwitched | None:
+    """`POST /api/admin/environments/:name/on|off`. enabled: the environment's state now (None:
+    there is none). Already so: no event."""
+    if enabled is None:
+        raise NotFound(f"Could not find environment {name}")
+    if enabled == on:
+        return None
+    return EnvironmentSwitched(name=name, enabled=on)
+
+
+def set_sort_order(
+    orders: Mapping[str, int], current: Mapping[str, int]
+) -> list[EnvironmentSortOrderSet]:
+    """`PUT /api/admin/environments/sort-order`: one event per environment whose place changes;
+    a name no environment has is ignored, as in Unleash (current: the named ones that exist)."""
+    return [
+        EnvironmentSortOrderSet(name=name, sort_order=order)
+        for name, order in sorted(orders.items())
+        if name in current and current[name] != order
+    ]
