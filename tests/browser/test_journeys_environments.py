@@ -48,6 +48,10 @@ def test_project_environments_and_a_default_strategy(journey: Journey) -> None:
     page, api = journey.page, journey.api
     title, name = unique("default"), unique()
     try:
+        # The admin page of environments is an Enterprise route in this build, on both targets.
+        journey.goto("/environments")
+        page.get_by_text("That's a page we haven't toggled on yet.").wait_for()
+
         # The project's environments, each with its count of API tokens (the count itself
         # is left out: on the shared reference others make tokens meanwhile).
         journey.goto(f"/projects/{PROJECT}/settings/environments")

@@ -97,6 +97,7 @@ async def test_default_strategies_are_checked(client: Client, app: web.Applicati
     assert message == (
         'Only "flexibleRollout" strategy can be used as a default strategy for an environment'
     )
+    bad: object
     for bad in ({}, {"name": "flexibleRollout", "parameters": {"rollout": 5}}, []):
         await error(await client.post(DEFAULT, json=bad, headers=ADMIN), 400, "ValidationError")
     segment = {"name": "flexibleRollout", "segments": [99]}

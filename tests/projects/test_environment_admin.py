@@ -82,6 +82,7 @@ async def test_sort_order(client: Client, app: web.Application) -> None:
     assert (await client.put(url, json={"production": 1}, headers=ADMIN)).status == 200
     assert (await client.put(url, json={}, headers=ADMIN)).status == 200
     assert await event_count(app, "EnvironmentSortOrderSet") == 2  # nothing changed
+    bad: object
     for bad in ({"development": "x"}, [], {"development": 10**10}, {"x" * 101: 1}):
         await error(await client.put(url, json=bad, headers=ADMIN), 400, "ValidationError")
     await error(
