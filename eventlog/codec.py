@@ -54,6 +54,7 @@ from eventlog.events.projects import (
     EnvironmentCreated,
     EnvironmentSortOrderSet,
     EnvironmentSwitched,
+    EnvironmentUpdated,
     ProjectArchived,
     ProjectCreated,
     ProjectEnvironmentDisabled,
@@ -101,6 +102,7 @@ DomainEvent: TypeAlias = (
     | ProjectEnvironmentDisabled
     | EnvironmentSwitched
     | EnvironmentSortOrderSet
+    | EnvironmentUpdated
     | DefaultStrategySet
     | FeatureCreated
     | FeatureArchived

@@ -11,6 +11,7 @@ from eventlog.events.projects import (
     EnvironmentCreated,
     EnvironmentSortOrderSet,
     EnvironmentSwitched,
+    EnvironmentUpdated,
     ProjectArchived,
     ProjectCreated,
     ProjectEnvironmentDisabled,
@@ -63,6 +64,9 @@ def writes(recorded: RecordedEvent) -> list[Write]:  # noqa: PLR0911 - a case pe
             return [Delete(PROJECT_ENVIRONMENTS, where)]
         case EnvironmentSwitched() as e:
             return [Update(ENVIRONMENTS, {"name": e.name}, {"enabled": e.enabled})]
+        case EnvironmentUpdated() as e:
+            values = {"type": e.environment_type, "sort_order": e.sort_order}
+            return [Update(ENVIRONMENTS, {"name": e.name}, values)]
         case EnvironmentSortOrderSet() as e:
             return [Update(ENVIRONMENTS, {"name": e.name}, {"sort_order": e.sort_order})]
         case DefaultStrategySet() as e:
@@ -89,6 +93,7 @@ PROJECTION = Projection(
             EnvironmentCreated,
             EnvironmentSortOrderSet,
             EnvironmentSwitched,
+            EnvironmentUpdated,
             ProjectArchived,
             ProjectCreated,
             ProjectEnvironmentDisabled,

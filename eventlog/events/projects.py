@@ -83,6 +83,16 @@ class EnvironmentSortOrderSet(Event, frozen=True, kw_only=True, tag="Environment
     sort_order: int
 
 
+class EnvironmentUpdated(Event, frozen=True, kw_only=True, tag="EnvironmentUpdated"):
+    """The environment's type and place in the order, as its edit form saved them."""
+
+    not_personal: ClassVar[tuple[str, ...]] = ("name", "environment_type")
+
+    name: str
+    environment_type: str
+    sort_order: int
+
+
 class DefaultStrategyData(Declared, frozen=True, kw_only=True):
     """What switching a flag on adds in a project's environment where it has no strategy that
     runs (a `flexibleRollout`); its `groupId` "" stands for the flag's name."""

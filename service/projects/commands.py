@@ -40,6 +40,14 @@ class CreateEnvironment(msgspec.Struct, frozen=True, kw_only=True, rename="camel
     sort_order: SortOrder | None = None
 
 
+class UpdateEnvironment(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """What the UI's edit form of an environment saves (its name cannot change)."""
+
+    example: ClassVar[dict[str, object]] = {"type": "test", "sortOrder": 5}
+    type: Label
+    sort_order: SortOrder | None = None
+
+
 class EnableEnvironment(msgspec.Struct, frozen=True, kw_only=True):
     example: ClassVar[dict[str, object]] = {"environment": "development"}
     environment: str

@@ -10,6 +10,7 @@ from eventlog.events.projects import (
     EnvironmentCreated,
     EnvironmentSortOrderSet,
     EnvironmentSwitched,
+    EnvironmentUpdated,
     ProjectArchived,
     ProjectCreated,
     ProjectEnvironmentDisabled,
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from datetime import datetime
 
-    from service.projects.commands import CreateEnvironment, CreateProject
+    from service.projects.commands import CreateEnvironment, CreateProject, UpdateEnvironment
 
 DEFAULT_PROJECT = "default"
 # What a new install has, as in Unleash: (name, type, sortOrder).
@@ -140,3 +141,16 @@ def set_sort_order(
         for name, order in sorted(orders.items())
         if name in current and current[name] != order
     ]
+
+
+def update_environment(
+    name: str, cmd: UpdateEnvironment, current: tuple[str, int] | None
+) -> EnvironmentUpdated | None:
+    """`PUT /api/admin/environments/update/:name`. current: its type and sortOrder (None: no
+    such environment); a sortOrder left out stays. Nothing changed: no event."""
+    if current is None:
+        raise environment_missing(name)
+    sort_order = current[1] if cmd.sort_order is None else cmd.sort_order
+    if (cmd.type, sort_order) == current:
+        return None
+    return EnvironmentUpdated(name=name, environment_type=cmd.type, sort_order=sort_order)

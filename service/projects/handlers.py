@@ -18,6 +18,7 @@ from service.projects.commands import (
     CreateProject,
     EnableEnvironment,
     SortOrders,
+    UpdateEnvironment,
 )
 from service.projects.overview import list_projects
 from service.projects.responses import (
@@ -102,6 +103,20 @@ async def _switch(request: web.Request, *, on: bool) -> web.Response:
         if event is not None:
             await uow.append(domain.environment_stream(name), [event], actor(request))
     return empty(204)
+
+
+async def update_environment(request: web.Request) -> web.Response:
+    name = request.match_info["name"]
+    cmd = await read_json(request, UpdateEnvironment)
+    async with unit_of_work(request) as uow:
+        row = await uow.conn.fetchrow(queries.LOCK_ENVIRONMENT_SETTINGS, name)
+        current = None if row is None else (row["type"], row["sort_order"])
+        event = domain.update_environment(name, cmd, current)
+        if event is not None:
+            await uow.append(domain.environment_stream(name), [event], actor(request))
+        found = await uow.conn.fetchrow(queries.ENVIRONMENT, name)
+    assert found is not None  # it was there, locked
+    return json_response(EnvironmentDetail.from_row(found))
 
 
 async def toggle_environment_on(request: web.Request) -> web.Response:
@@ -202,6 +217,14 @@ ROUTES = [
         auth.READ,
         ok={200: EnvironmentList},
         past=True,
+    ),
+    Route(
+        "PUT",
+        "/api/admin/environments/update/{name}",
+        update_environment,
+        auth.ADMIN,
+        body=UpdateEnvironment,
+        ok={200: EnvironmentDetail},
     ),
     Route(
         "PUT",

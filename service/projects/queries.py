@@ -68,6 +68,7 @@ FROM environments e ORDER BY e.sort_order, e.name
 """
 # An environment's state as switching it decides on, its row locked (NULL: none such).
 LOCK_ENVIRONMENT = "SELECT enabled FROM environments WHERE name = $1 FOR UPDATE"
+LOCK_ENVIRONMENT_SETTINGS = "SELECT type, sort_order FROM environments WHERE name = $1 FOR UPDATE"
 # The environments a new order names, locked in name order (two reorders queue, no deadlock).
 LOCK_SORT_ORDERS = """
 SELECT name, sort_order FROM environments WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE

@@ -152,3 +152,25 @@ async def test_project_environments(client: Client) -> None:
         (False, 0),
         (False, 0),
     ]
+
+
+async def test_update_an_environment(client: Client, app: web.Application) -> None:
+    url = f"{ENVIRONMENTS}/update/development"
+    body = await ok(await client.put(url, json={"type": "test", "sortOrder": 9}, headers=ADMIN))
+    assert (body["type"], body["sortOrder"], body["enabled"]) == ("test", 9, True)
+    # The edit form sends requiredApprovals too; a sortOrder left out stays.
+    body = await ok(
+        await client.put(url, json={"type": "test", "requiredApprovals": None}, headers=ADMIN)
+    )
+    assert (body["type"], body["sortOrder"]) == ("test", 9)
+    assert await event_count(app, "EnvironmentUpdated") == 1
+    await error(
+        await client.put(f"{ENVIRONMENTS}/update/nope", json={"type": "t"}, headers=ADMIN),
+        404,
+        "NotFoundError",
+    )
+    await error(await client.put(url, json={"type": ""}, headers=ADMIN), 400, "ValidationError")
+    await error(await client.put(url, json={"type": "t"}, headers=NOT_ADMIN), 403, "NoAccessError")
+    assert await event_count(app, "EnvironmentUpdated") == 1
+    async with app[POOL].acquire() as conn:
+        assert (await verify(conn)).ok

@@ -98,6 +98,7 @@ ROUTE_PERMISSIONS = [
     ("POST", "/api/admin/environments/{name}/on", "ADMIN"),
     ("POST", "/api/admin/environments/{name}/off", "ADMIN"),
     ("PUT", "/api/admin/environments/sort-order", "ADMIN"),
+    ("PUT", "/api/admin/environments/update/{name}", "ADMIN"),
     ("GET", "/api/admin/environments/project/{projectId}", "READ"),
     (
         "POST",
