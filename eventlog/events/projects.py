@@ -68,7 +68,7 @@ class EnvironmentSwitched(Event, frozen=True, kw_only=True, tag="EnvironmentSwit
     """An environment was switched on or off for the whole instance (Unleash's "deprecated"
     environments are the ones off: the UI hides them; their flags keep their settings)."""
 
-    not_personal: ClassVar[tuple[str, ...]] = ("name", "enabled")
+    not_personal: ClassVar[tuple[str, ...]] = ("name",)
 
     name: str
     enabled: bool
@@ -77,7 +77,7 @@ class EnvironmentSwitched(Event, frozen=True, kw_only=True, tag="EnvironmentSwit
 class EnvironmentSortOrderSet(Event, frozen=True, kw_only=True, tag="EnvironmentSortOrderSet"):
     """The environment's place in the order every list of environments shows."""
 
-    not_personal: ClassVar[tuple[str, ...]] = ("name", "sort_order")
+    not_personal: ClassVar[tuple[str, ...]] = ("name",)
 
     name: str
     sort_order: int
