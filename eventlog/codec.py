@@ -50,7 +50,11 @@ from eventlog.events.features import (
 from eventlog.events.preferences import FeedbackRecorded, SplashSeen
 from eventlog.events.privacy import PersonalDataErased
 from eventlog.events.projects import (
+    DefaultStrategySet,
     EnvironmentCreated,
+    EnvironmentSortOrderSet,
+    EnvironmentSwitched,
+    EnvironmentUpdated,
     ProjectArchived,
     ProjectCreated,
     ProjectEnvironmentDisabled,
@@ -102,6 +106,10 @@ DomainEvent: TypeAlias = (
     | ProjectArchived
     | ProjectEnvironmentEnabled
     | ProjectEnvironmentDisabled
+    | EnvironmentSwitched
+    | EnvironmentSortOrderSet
+    | EnvironmentUpdated
+    | DefaultStrategySet
     | FeatureCreated
     | FeatureArchived
     | FeatureRevived

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from eventlog.events.projects import (
+    DefaultStrategySet,
     EnvironmentCreated,
+    EnvironmentSortOrderSet,
+    EnvironmentSwitched,
+    EnvironmentUpdated,
     ProjectArchived,
     ProjectCreated,
     ProjectEnvironmentDisabled,
@@ -21,12 +27,14 @@ ENVIRONMENTS = Table("environments", ("name",))
 PROJECTS = Table("projects", ("id",))
 PROJECT_ENVIRONMENTS = Table("project_environments", ("project_id", "environment"))
 
+_json = msgspec.json.Encoder()
+
 
 def _enable(project_id: str, environment: str) -> Insert:
     return Insert(PROJECT_ENVIRONMENTS, {"project_id": project_id, "environment": environment})
 
 
-def writes(recorded: RecordedEvent) -> list[Write]:
+def writes(recorded: RecordedEvent) -> list[Write]:  # noqa: PLR0911 - a case per type
     match recorded.event:
         case EnvironmentCreated() as e:
             row = {
@@ -54,6 +62,22 @@ def writes(recorded: RecordedEvent) -> list[Write]:
         case ProjectEnvironmentDisabled() as e:
             where = {"project_id": e.project_id, "environment": e.environment}
             return [Delete(PROJECT_ENVIRONMENTS, where)]
+        case EnvironmentSwitched() as e:
+            return [Update(ENVIRONMENTS, {"name": e.name}, {"enabled": e.enabled})]
+        case EnvironmentUpdated() as e:
+            values = {"type": e.environment_type, "sort_order": e.sort_order}
+            return [Update(ENVIRONMENTS, {"name": e.name}, values)]
+        case EnvironmentSortOrderSet() as e:
+            return [Update(ENVIRONMENTS, {"name": e.name}, {"sort_order": e.sort_order})]
+        case DefaultStrategySet() as e:
+            where = {"project_id": e.project_id, "environment": e.environment}
+            return [
+                Update(
+                    PROJECT_ENVIRONMENTS,
+                    where,
+                    {"default_strategy": _json.encode(e.strategy).decode()},
+                )
+            ]
         case _:
             return []
 
@@ -65,7 +89,11 @@ PROJECTION = Projection(
     writes=writes,
     handles=frozenset(
         {
+            DefaultStrategySet,
             EnvironmentCreated,
+            EnvironmentSortOrderSet,
+            EnvironmentSwitched,
+            EnvironmentUpdated,
             ProjectArchived,
             ProjectCreated,
             ProjectEnvironmentDisabled,

@@ -80,6 +80,7 @@ CREATE FUNCTION public.event_kind(p_type text, p_data jsonb) RETURNS text
         WHEN 'ProjectEnvironmentEnabled' THEN 'project-environment-added'
         WHEN 'ProjectEnvironmentDisabled' THEN 'project-environment-removed'
         WHEN 'EnvironmentCreated' THEN 'environment-created'
+        WHEN 'DefaultStrategySet' THEN 'default-strategy-updated'
         WHEN 'ApiTokenCreated' THEN 'api-token-created'
         WHEN 'ApiTokenDeleted' THEN 'api-token-deleted'
         WHEN 'UserCreated' THEN 'user-created'
@@ -630,7 +631,8 @@ CREATE TABLE readmodel.environments (
     name text NOT NULL,
     type text NOT NULL,
     sort_order integer NOT NULL,
-    created_at timestamp with time zone NOT NULL
+    created_at timestamp with time zone NOT NULL,
+    enabled boolean DEFAULT true NOT NULL
 );
 
 -- Name: favorite_features; Type: TABLE; Schema: readmodel
@@ -747,7 +749,8 @@ CREATE TABLE readmodel.project_activity_daily (
 -- Name: project_environments; Type: TABLE; Schema: readmodel
 CREATE TABLE readmodel.project_environments (
     project_id text NOT NULL,
-    environment text NOT NULL
+    environment text NOT NULL,
+    default_strategy jsonb
 );
 
 -- Name: projects; Type: TABLE; Schema: readmodel

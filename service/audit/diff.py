@@ -207,12 +207,12 @@ def _fields(
         prefix = ".".join([part.part, *(["/".join(named)] if named else [])]) + "."
     skipped = {part.owner, *key}
     columns = sorted({*(old or {}), *(new or {})} - skipped)
+    there = FieldChange(
+        field=prefix[:-1],
+        before=True if old is not None else None,
+        after=True if new is not None else None,
+    )
     if not columns:  # a part's row that is all key (a project's environment): there, or not
-        there = FieldChange(
-            field=prefix[:-1],
-            before=True if old is not None else None,
-            after=True if new is not None else None,
-        )
         return [there] if part.part is not None else []
     changes = []
     for column in columns:
@@ -224,6 +224,10 @@ def _fields(
         differs = (old or {}).get(column) != (new or {}).get(column)
         if differs or (not secret and was != now):
             changes.append(FieldChange(field=prefix + camel(column), before=was, after=now))
+    if not changes and part.part is not None and (old is None) != (new is None):
+        # A part's row whose columns are all null (a project's environment without a default
+        # strategy) came or went: that it is there, or not, is the change.
+        return [there]
     return changes
 
 

@@ -41,6 +41,14 @@ class BatchFeatures(msgspec.Struct, frozen=True, kw_only=True):
     features: FeatureNames
 
 
+class BulkToggle(msgspec.Struct, frozen=True, kw_only=True):
+    """Unleash's bulkToggleFeaturesSchema: the flags to switch on or off in one environment
+    (none: nothing happens; repeats are ignored)."""
+
+    example: ClassVar[dict[str, object]] = {"features": ["new-checkout"]}
+    features: Annotated[list[str], msgspec.Meta(max_length=1000)]
+
+
 class MarkStale(msgspec.Struct, frozen=True, kw_only=True):
     """Unleash's batchStaleSchema: the flags, and whether they are stale from now on."""
 

@@ -45,6 +45,7 @@ from eventlog.events.features import (
     StrategyVariant,
     Variant,
 )
+from eventlog.events.projects import DefaultStrategyData, DefaultStrategySet
 from service import names
 from service.errors import Conflict, InvalidOperation, NameExists, NotFound, ValidationError
 from service.features import commands, patches
@@ -1122,20 +1123,43 @@ def set_variants_batch(
     ]
 
 
-def default_strategy(feature: str, strategy_id: str, sort_order: int) -> StrategyData:
-    """What switching a flag on adds where it has no strategy that runs: Unleash's default,
-    a gradual rollout to everyone, grouped by the flag's name."""
+def default_strategy(
+    feature: str, strategy_id: str, sort_order: int, default: DefaultStrategyData | None = None
+) -> StrategyData:
+    """What switching a flag on adds where it has no strategy that runs: the project
+    environment's default strategy (`default`), else Unleash's, a gradual rollout to everyone,
+    grouped by the flag's name (docs/behavior.md, "Default strategies")."""
+    if default is None:
+        return StrategyData(
+            id=strategy_id,
+            name="flexibleRollout",
+            title=None,
+            disabled=False,
+            sort_order=sort_order,
+            constraints=[],
+            parameters={"rollout": "100", "stickiness": "default", "groupId": feature},
+            variants=[],
+            segments=[],
+        )
+    # Unleash's rule, quirk included: "" is the flag's name, an absent groupId stays "".
+    group_id = default.parameters.get("groupId")
+    group_id = feature if group_id == "" else group_id or ""
     return StrategyData(
         id=strategy_id,
-        name="flexibleRollout",
-        title=None,
-        disabled=False,
+        name=default.name,
+        title=default.title,
+        disabled=default.disabled,
         sort_order=sort_order,
-        constraints=[],
-        parameters={"rollout": "100", "stickiness": "default", "groupId": feature},
-        variants=[],
-        segments=[],
+        constraints=list(default.constraints),
+        parameters=default.parameters | {"groupId": group_id},
+        variants=list(default.variants),
+        segments=list(default.segments),
     )
+
+
+SwitchEvent = (
+    StrategyUpdated | StrategyAdded | FeatureEnvironmentEnabled | FeatureEnvironmentDisabled
+)
 
 
 def switch_on(  # noqa: PLR0913 - the facts the rules need
@@ -1146,16 +1170,17 @@ def switch_on(  # noqa: PLR0913 - the facts the rules need
     activate: bool,
     new_id: Callable[[], str],
     now: datetime,
-) -> list[StrategyUpdated | StrategyAdded | FeatureEnvironmentEnabled]:
+    default: DefaultStrategyData | None = None,
+) -> list[SwitchEvent]:
     """Switch the flag on in the environment, as Unleash does (docs/behavior.md, "Switching
     a flag on"): with `activate` (shouldActivateDisabledStrategies) its disabled strategies
     there are enabled first; when none would run (no strategy, or only disabled ones left
-    so), the default strategy is added. strategies: the flag's there, in order. Already on
-    with a strategy that runs: no event."""
+    so), the default strategy is added (`default`: the project environment's, if it has one).
+    strategies: the flag's there, in order. Already on with a strategy that runs: no event."""
     check_target(target, state)
     assert state is not None
     enabling = [s for s in strategies if s.disabled] if activate else []
-    events: list[StrategyUpdated | StrategyAdded | FeatureEnvironmentEnabled] = [
+    events: list[SwitchEvent] = [
         StrategyUpdated(
             name=target.feature,
             project=target.project,
@@ -1171,7 +1196,7 @@ def switch_on(  # noqa: PLR0913 - the facts the rules need
                 name=target.feature,
                 project=target.project,
                 environment=target.environment,
-                strategy=default_strategy(target.feature, new_id(), sort_order),
+                strategy=default_strategy(target.feature, new_id(), sort_order, default),
                 added_at=now,
             )
         )
@@ -1182,3 +1207,39 @@ def switch_on(  # noqa: PLR0913 - the facts the rules need
             )
         )
     return events
+
+
+def set_default_strategy(
+    project: str,
+    environment: str,
+    body: StrategyBody,
+    *,
+    environment_enabled: bool | None,
+    missing_segments: Sequence[int],
+) -> DefaultStrategySet:
+    """`POST .../projects/:id/environments/:env/default-strategy`: only a `flexibleRollout`, as
+    in Unleash. environment_enabled: whether the project has the environment; None: there is
+    no such active project."""
+    if environment_enabled is None:
+        raise NotFound(f"Project {project} does not exist")
+    if not environment_enabled:
+        raise NotFound(f"Environment {environment} is not enabled in project {project}")
+    if body.name != "flexibleRollout":
+        raise ValidationError(
+            'Only "flexibleRollout" strategy can be used as a default strategy for an environment'
+        )
+    _check_segments(missing_segments)
+    data = strategy_data(body, "", 0)
+    return DefaultStrategySet(
+        project_id=project,
+        environment=environment,
+        strategy=DefaultStrategyData(
+            name=data.name,
+            title=data.title,
+            disabled=data.disabled,
+            constraints=data.constraints,
+            parameters=data.parameters,
+            variants=data.variants,
+            segments=data.segments,
+        ),
+    )

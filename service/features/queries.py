@@ -10,6 +10,7 @@ import msgspec
 
 import eventlog
 from eventlog.events.features import ClonedDependency, ClonedTag, StrategyData, Variant
+from eventlog.events.projects import DefaultStrategyData
 from projections.feature_types import potentially_stale
 from projections.shapes import ConstraintColumn, StrategyVariantColumn, VariantColumn
 from service.features import domain
@@ -564,3 +565,27 @@ async def freed_stream(conn: Conn, name: str) -> int | None:
     between is then that holder (a 409), or it moved the stream past the version read (the
     append refuses it). Read after, a create committed in between would go unseen by both."""
     return await eventlog.stream_version(conn, domain.stream(name))
+
+
+# A project environment's default strategy, the project's row share-locked (its archive and
+# a change of the default wait; flag creates share-lock it too): NULL when it has none.
+DEFAULT_STRATEGY = """
+SELECT pe.default_strategy FROM project_environments pe
+WHERE pe.project_id = $1 AND pe.environment = $2
+"""
+# Whether the active project has the environment (NULL: no such active project), its row
+# locked: changes of its environments' default strategies queue.
+LOCK_PROJECT_ENVIRONMENT = """
+SELECT EXISTS (SELECT 1 FROM project_environments pe
+               WHERE pe.project_id = p.id AND pe.environment = $2)
+FROM projects p WHERE p.id = $1 AND p.archived_at IS NULL FOR UPDATE
+"""
+_default_strategy = msgspec.json.Decoder(DefaultStrategyData)
+
+
+async def default_strategy(
+    conn: Conn, project: str, environment: str
+) -> DefaultStrategyData | None:
+    """The project environment's default strategy; None: the built-in one."""
+    found = await conn.fetchval(DEFAULT_STRATEGY, project, environment)
+    return None if found is None else _default_strategy.decode(found)

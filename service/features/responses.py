@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     import asyncpg
 
     from eventlog.events.features import StrategyData
+    from eventlog.events.projects import DefaultStrategyData
 
 
 class Constraint(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
@@ -512,3 +513,19 @@ class ArchiveCheck(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 
     parents_with_child_features: list[str]
     has_deleted_dependencies: bool
+
+
+class DefaultStrategy(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """A project environment's default strategy (Unleash's createFeatureStrategySchema)."""
+
+    name: str
+    title: str | None
+    disabled: bool
+    constraints: list[Constraint]
+    parameters: dict[str, str]
+    variants: list[StrategyVariant]
+    segments: list[int]
+
+    @classmethod
+    def of(cls, data: DefaultStrategyData) -> DefaultStrategy:
+        return _as(data, DefaultStrategy)

@@ -40,6 +40,25 @@ class CreateEnvironment(msgspec.Struct, frozen=True, kw_only=True, rename="camel
     sort_order: SortOrder | None = None
 
 
+class UpdateEnvironment(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """What the UI's edit form of an environment saves (its name cannot change)."""
+
+    example: ClassVar[dict[str, object]] = {"type": "test", "sortOrder": 5}
+    type: Label
+    sort_order: SortOrder | None = None
+
+
 class EnableEnvironment(msgspec.Struct, frozen=True, kw_only=True):
     example: ClassVar[dict[str, object]] = {"environment": "development"}
     environment: str
+
+
+SortOrders = Annotated[
+    dict[Annotated[str, msgspec.Meta(max_length=100)], SortOrder],
+    msgspec.Meta(
+        max_length=1000,
+        description="Environments and their new sortOrder (names that exist nowhere are"
+        " ignored, as in Unleash)",
+        examples=[{"development": 1, "production": 2}],
+    ),
+]

@@ -8,6 +8,9 @@ import msgspec
 
 from eventlog.events.projects import (
     EnvironmentCreated,
+    EnvironmentSortOrderSet,
+    EnvironmentSwitched,
+    EnvironmentUpdated,
     ProjectArchived,
     ProjectCreated,
     ProjectEnvironmentDisabled,
@@ -17,9 +20,10 @@ from service.errors import Conflict, NameExists, NotFound, ValidationError
 from service.names import validate_name
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from datetime import datetime
 
-    from service.projects.commands import CreateEnvironment, CreateProject
+    from service.projects.commands import CreateEnvironment, CreateProject, UpdateEnvironment
 
 DEFAULT_PROJECT = "default"
 # What a new install has, as in Unleash: (name, type, sortOrder).
@@ -111,3 +115,42 @@ def disable_environment(
     if len(project.environments) == 1:
         raise ValidationError("A project must always keep at least one enabled environment")
     return ProjectEnvironmentDisabled(project_id=project_id, environment=environment)
+
+
+def environment_missing(name: str) -> NotFound:
+    return NotFound(f"Could not find environment with name: {name}")
+
+
+def switch_environment(name: str, *, enabled: bool | None, on: bool) -> EnvironmentSwitched | None:
+    """`POST /api/admin/environments/:name/on|off`. enabled: the environment's state now (None:
+    there is none). Already so: no event."""
+    if enabled is None:
+        raise NotFound(f"Could not find environment {name}")
+    if enabled == on:
+        return None
+    return EnvironmentSwitched(name=name, enabled=on)
+
+
+def set_sort_order(
+    orders: Mapping[str, int], current: Mapping[str, int]
+) -> list[EnvironmentSortOrderSet]:
+    """`PUT /api/admin/environments/sort-order`: one event per environment whose place changes;
+    a name no environment has is ignored, as in Unleash (current: the named ones that exist)."""
+    return [
+        EnvironmentSortOrderSet(name=name, sort_order=order)
+        for name, order in sorted(orders.items())
+        if name in current and current[name] != order
+    ]
+
+
+def update_environment(
+    name: str, cmd: UpdateEnvironment, current: tuple[str, int] | None
+) -> EnvironmentUpdated | None:
+    """`PUT /api/admin/environments/update/:name`. current: its type and sortOrder (None: no
+    such environment); a sortOrder left out stays. Nothing changed: no event."""
+    if current is None:
+        raise environment_missing(name)
+    sort_order = current[1] if cmd.sort_order is None else cmd.sort_order
+    if (cmd.type, sort_order) == current:
+        return None
+    return EnvironmentUpdated(name=name, environment_type=cmd.type, sort_order=sort_order)

@@ -13,12 +13,21 @@ from service.http.requests import actor, read_json, unit_of_work
 from service.http.routes import Link, Route
 from service.names import validate_name
 from service.projects import domain, queries
-from service.projects.commands import CreateEnvironment, CreateProject, EnableEnvironment
+from service.projects.commands import (
+    CreateEnvironment,
+    CreateProject,
+    EnableEnvironment,
+    SortOrders,
+    UpdateEnvironment,
+)
 from service.projects.overview import list_projects
 from service.projects.responses import (
     Environment,
+    EnvironmentDetail,
     EnvironmentList,
     ProjectDetail,
+    ProjectEnvironmentInfo,
+    ProjectEnvironmentList,
     ProjectSummaryList,
 )
 
@@ -63,6 +72,69 @@ async def list_environments(request: web.Request) -> web.Response:
     async with reading(request) as conn:
         rows = await conn.fetch(queries.LIST_ENVIRONMENTS)
     return json_response(EnvironmentList(environments=[Environment.from_row(r) for r in rows]))
+
+
+async def get_environment(request: web.Request) -> web.Response:
+    name = request.match_info["name"]
+    async with reading(request) as conn:
+        row = await conn.fetchrow(queries.ENVIRONMENT, name)
+    if row is None:
+        raise domain.environment_missing(name)
+    return json_response(EnvironmentDetail.from_row(row))
+
+
+async def get_project_environments(request: web.Request) -> web.Response:
+    """Every environment, with what the project has of it (a project that does not exist has
+    none of them, as in Unleash)."""
+    async with reading(request) as conn:
+        rows = await conn.fetch(
+            queries.PROJECT_ENVIRONMENTS_FOR_UI, request.match_info["projectId"]
+        )
+    return json_response(
+        ProjectEnvironmentList(environments=[ProjectEnvironmentInfo.from_row(r) for r in rows])
+    )
+
+
+async def _switch(request: web.Request, *, on: bool) -> web.Response:
+    name = request.match_info["name"]
+    async with unit_of_work(request) as uow:
+        enabled = await uow.conn.fetchval(queries.LOCK_ENVIRONMENT, name)
+        event = domain.switch_environment(name, enabled=enabled, on=on)
+        if event is not None:
+            await uow.append(domain.environment_stream(name), [event], actor(request))
+    return empty(204)
+
+
+async def update_environment(request: web.Request) -> web.Response:
+    name = request.match_info["name"]
+    cmd = await read_json(request, UpdateEnvironment)
+    async with unit_of_work(request) as uow:
+        row = await uow.conn.fetchrow(queries.LOCK_ENVIRONMENT_SETTINGS, name)
+        current = None if row is None else (row["type"], row["sort_order"])
+        event = domain.update_environment(name, cmd, current)
+        if event is not None:
+            await uow.append(domain.environment_stream(name), [event], actor(request))
+        found = await uow.conn.fetchrow(queries.ENVIRONMENT, name)
+    assert found is not None  # it was there, locked
+    return json_response(EnvironmentDetail.from_row(found))
+
+
+async def toggle_environment_on(request: web.Request) -> web.Response:
+    return await _switch(request, on=True)
+
+
+async def toggle_environment_off(request: web.Request) -> web.Response:
+    return await _switch(request, on=False)
+
+
+async def update_sort_order(request: web.Request) -> web.Response:
+    orders = await read_json(request, SortOrders)
+    async with unit_of_work(request) as uow:
+        rows = await uow.conn.fetch(queries.LOCK_SORT_ORDERS, list(orders))
+        events = domain.set_sort_order(orders, {r["name"]: r["sort_order"] for r in rows})
+        for event in events:
+            await uow.append(domain.environment_stream(event.name), [event], actor(request))
+    return empty()
 
 
 async def create_environment(request: web.Request) -> web.Response:
@@ -145,6 +217,51 @@ ROUTES = [
         auth.READ,
         ok={200: EnvironmentList},
         past=True,
+    ),
+    Route(
+        "PUT",
+        "/api/admin/environments/update/{name}",
+        update_environment,
+        auth.ADMIN,
+        body=UpdateEnvironment,
+        ok={200: EnvironmentDetail},
+    ),
+    Route(
+        "PUT",
+        "/api/admin/environments/sort-order",
+        update_sort_order,
+        auth.ADMIN,
+        body=SortOrders,
+    ),
+    Route(
+        "GET",
+        "/api/admin/environments/project/{projectId}",
+        get_project_environments,
+        auth.READ,
+        ok={200: ProjectEnvironmentList},
+        past=True,
+    ),
+    Route(
+        "GET",
+        "/api/admin/environments/{name}",
+        get_environment,
+        auth.READ,
+        ok={200: EnvironmentDetail},
+        past=True,
+    ),
+    Route(
+        "POST",
+        "/api/admin/environments/{name}/on",
+        toggle_environment_on,
+        auth.ADMIN,
+        ok={204: None},
+    ),
+    Route(
+        "POST",
+        "/api/admin/environments/{name}/off",
+        toggle_environment_off,
+        auth.ADMIN,
+        ok={204: None},
     ),
     Route(
         "POST",

@@ -80,7 +80,7 @@ async def project_overview(request: web.Request) -> web.Response:
             archived_at=summary.archived_at,
             created_at=summary.created_at,
             onboarding_status=OnboardingStatus.from_row(onboarding),
-            environments=[OverviewEnvironment(environment=e["name"]) for e in environments],
+            environments=[OverviewEnvironment.from_row(e) for e in environments],
             feature_type_counts=[FeatureTypeCount(type=t["type"], count=t["count"]) for t in types],
         )
     )

@@ -31,7 +31,7 @@ SELECT array(SELECT pe.environment FROM project_environments pe
         WHERE f.project = $1 AND f.archived_at IS NULL) AS active_flags
 """
 PROJECT_ENVIRONMENTS = """
-SELECT e.name, e.type, e.sort_order
+SELECT e.name, e.type, e.sort_order, pe.default_strategy
 FROM project_environments pe JOIN environments e ON e.name = pe.environment
 WHERE pe.project_id = $1 ORDER BY e.sort_order, e.name
 """
@@ -39,14 +39,39 @@ ENVIRONMENT_NAMES = "SELECT name FROM environments ORDER BY sort_order, name"
 ENVIRONMENT_EXISTS = "SELECT EXISTS (SELECT 1 FROM environments WHERE name = $1)"
 NEXT_SORT_ORDER = "SELECT coalesce(max(sort_order), 0) + 1 FROM environments"
 LIST_ENVIRONMENTS = """
-SELECT e.name, e.type, e.sort_order,
+SELECT e.name, e.type, e.sort_order, e.enabled,
        (SELECT count(*) FROM project_environments pe JOIN projects p ON p.id = pe.project_id
-        WHERE pe.environment = e.name AND p.archived_at IS NULL) AS project_count
+        WHERE pe.environment = e.name AND p.archived_at IS NULL) AS project_count,
+       (SELECT count(*) FROM api_tokens t WHERE t.environment = e.name) AS api_token_count,
+       (SELECT count(*) FROM feature_environments fe JOIN features f ON f.name = fe.feature_name
+        WHERE fe.environment = e.name AND fe.enabled AND f.archived_at IS NULL)
+           AS enabled_toggle_count
 FROM environments e ORDER BY e.sort_order, e.name
 """
 ENVIRONMENT = """
-SELECT e.name, e.type, e.sort_order, 0::bigint AS project_count FROM environments e
+SELECT e.name, e.type, e.sort_order, e.enabled, 0::bigint AS project_count FROM environments e
 WHERE e.name = $1
+"""
+# Every environment as a project's settings show it ($1 the project, which need not exist, as
+# in Unleash): the project's API tokens for it, its flags switched on there, and whether the
+# project has it (`visible`).
+PROJECT_ENVIRONMENTS_FOR_UI = """
+SELECT e.name, e.type, e.sort_order, e.enabled,
+       (SELECT count(*) FROM api_tokens t
+        WHERE t.environment = e.name AND $1 = ANY(t.projects)) AS project_api_token_count,
+       (SELECT count(*) FROM feature_environments fe JOIN features f ON f.name = fe.feature_name
+        WHERE fe.environment = e.name AND fe.enabled AND f.project = $1
+          AND f.archived_at IS NULL) AS project_enabled_toggle_count,
+       EXISTS (SELECT 1 FROM project_environments pe
+               WHERE pe.project_id = $1 AND pe.environment = e.name) AS visible
+FROM environments e ORDER BY e.sort_order, e.name
+"""
+# An environment's state as switching it decides on, its row locked (NULL: none such).
+LOCK_ENVIRONMENT = "SELECT enabled FROM environments WHERE name = $1 FOR UPDATE"
+LOCK_ENVIRONMENT_SETTINGS = "SELECT type, sort_order FROM environments WHERE name = $1 FOR UPDATE"
+# The environments a new order names, locked in name order (two reorders queue, no deadlock).
+LOCK_SORT_ORDERS = """
+SELECT name, sort_order FROM environments WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE
 """
 
 

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from eventlog.events.projects import DefaultStrategyData
+
 if TYPE_CHECKING:
     import asyncpg
 
@@ -54,13 +56,29 @@ class ProjectDetail(Project, frozen=True, kw_only=True):
         )
 
 
-class Environment(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+class EnvironmentDetail(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """Unleash's environmentSchema. No environment is protected here (Unleash protects only its
+    `default` environment, which a new install here does not have), and the open-source
+    edition has no change requests (requiredApprovals null)."""
+
     name: str
     type: str
     sort_order: int
-    enabled: bool = True
+    enabled: bool
     protected: bool = False
+    required_approvals: int | None = None
+
+    @classmethod
+    def from_row(cls, row: asyncpg.Record) -> EnvironmentDetail:
+        return cls(
+            name=row["name"], type=row["type"], sort_order=row["sort_order"], enabled=row["enabled"]
+        )
+
+
+class Environment(EnvironmentDetail, frozen=True, kw_only=True):
     project_count: int
+    api_token_count: int = 0
+    enabled_toggle_count: int = 0
 
     @classmethod
     def from_row(cls, row: asyncpg.Record) -> Environment:
@@ -68,13 +86,41 @@ class Environment(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
             name=row["name"],
             type=row["type"],
             sort_order=row["sort_order"],
+            enabled=row["enabled"],
             project_count=row["project_count"],
+            api_token_count=row.get("api_token_count", 0),
+            enabled_toggle_count=row.get("enabled_toggle_count", 0),
         )
 
 
 class EnvironmentList(msgspec.Struct, frozen=True, kw_only=True):
     version: int = 1
     environments: list[Environment]
+
+
+class ProjectEnvironmentInfo(EnvironmentDetail, frozen=True, kw_only=True):
+    """Unleash's projectEnvironmentSchema as GET /api/admin/environments/project/:id gives it."""
+
+    project_api_token_count: int
+    project_enabled_toggle_count: int
+    visible: bool
+
+    @classmethod
+    def from_row(cls, row: asyncpg.Record) -> ProjectEnvironmentInfo:
+        return cls(
+            name=row["name"],
+            type=row["type"],
+            sort_order=row["sort_order"],
+            enabled=row["enabled"],
+            project_api_token_count=row["project_api_token_count"],
+            project_enabled_toggle_count=row["project_enabled_toggle_count"],
+            visible=row["visible"],
+        )
+
+
+class ProjectEnvironmentList(msgspec.Struct, frozen=True, kw_only=True):
+    version: int = 1
+    environments: list[ProjectEnvironmentInfo]
 
 
 # --- the projects list, a project's overview and status, as Unleash's UI reads them ---------
@@ -175,8 +221,58 @@ class OnboardingStatus(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=
         return cls(status="first-flag-created", feature=row["first_flag"])
 
 
-class OverviewEnvironment(msgspec.Struct, frozen=True, kw_only=True):
+class DefaultConstraint(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    context_name: str
+    operator: str
+    case_insensitive: bool
+    inverted: bool
+    values: list[str]
+    value: str | None
+
+
+class DefaultPayload(msgspec.Struct, frozen=True, kw_only=True):
+    type: str
+    value: str
+
+
+class DefaultVariant(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    name: str
+    weight: int
+    weight_type: str
+    stickiness: str
+    payload: DefaultPayload | None
+
+
+class EnvironmentDefaultStrategy(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """A project environment's default strategy, as its route answered it."""
+
+    name: str
+    title: str | None
+    disabled: bool
+    constraints: list[DefaultConstraint]
+    parameters: dict[str, str]
+    variants: list[DefaultVariant]
+    segments: list[int]
+
+
+_default_strategy = msgspec.json.Decoder(DefaultStrategyData)
+
+
+class OverviewEnvironment(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """An environment of the project; `defaultStrategy` only once one was set (as Unleash)."""
+
     environment: str
+    default_strategy: EnvironmentDefaultStrategy | msgspec.UnsetType = msgspec.UNSET
+
+    @classmethod
+    def from_row(cls, row: asyncpg.Record) -> OverviewEnvironment:
+        stored = row["default_strategy"]
+        if stored is None:
+            return cls(environment=row["name"])
+        strategy = msgspec.convert(
+            _default_strategy.decode(stored), EnvironmentDefaultStrategy, from_attributes=True
+        )
+        return cls(environment=row["name"], default_strategy=strategy)
 
 
 class FeatureTypeCount(msgspec.Struct, frozen=True, kw_only=True):

@@ -25,7 +25,10 @@ def env(name: str, env_type: str, sort_order: int, project_count: int) -> dict[s
         "sortOrder": sort_order,
         "enabled": True,
         "protected": False,
+        "requiredApprovals": None,
         "projectCount": project_count,
+        "apiTokenCount": 0,
+        "enabledToggleCount": 0,
     }
 
 

@@ -197,6 +197,7 @@ async def switch_on(request: web.Request) -> web.Response:
             activate=activate,
             new_id=lambda: str(uuid.uuid4()),
             now=datetime.now(UTC),
+            default=await queries.default_strategy(uow.conn, target.project, target.environment),
         )
         if events:
             await uow.append(domain.stream(target.feature), events, actor(request))
