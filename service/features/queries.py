@@ -26,6 +26,69 @@ if TYPE_CHECKING:
 # --- potentially stale ---------------------------------------------------------------------------
 
 
+# --- the lifecycle ----------------------------------------------------------------------------
+
+# When a flag (`f`, its feature_lifecycle row `lc`) entered each stage it has reached since it
+# was (last) created or revived: `initial` then; `pre-live` at its first enabling anywhere and
+# `live` at its first enabling in a production environment, each at the time the log gives
+# that enabling's event; `completed` and `archived` at their events' times (responses.stages
+# reads them in order).
+_FIRST_ENABLING = """
+(SELECT min(ev.recorded_at) FROM feature_first_enabled fe
+ JOIN events ev ON ev.stream_type = 'feature' AND ev.stream_key = fe.feature_name
+              AND ev.stream_version = fe.stream_version
+ WHERE fe.feature_name = f.name WHERE_PRODUCTION)
+"""
+_IN_PRODUCTION = (
+    "AND fe.environment IN (SELECT e.name FROM environments e WHERE e.type = 'production')"
+)
+_PRE_LIVE_AT = _FIRST_ENABLING.replace("WHERE_PRODUCTION", "")
+_LIVE_AT = _FIRST_ENABLING.replace("WHERE_PRODUCTION", _IN_PRODUCTION)
+LIFECYCLE_TIMES = f"""
+coalesce(lc.initial_at, f.created_at) AS initial_at, {_PRE_LIVE_AT} AS pre_live_at,
+{_LIVE_AT} AS live_at,
+lc.completed_at, lc.status AS completed_status, f.archived_at AS lifecycle_archived_at
+"""
+# A flag's stage now (the last it reached), without its time: what the counts read.
+CURRENT_STAGE = """
+CASE WHEN f.archived_at IS NOT NULL THEN 'archived'
+     WHEN lc.completed_at IS NOT NULL THEN 'completed'
+     WHEN EXISTS (SELECT 1 FROM feature_first_enabled fe
+                  JOIN environments e ON e.name = fe.environment AND e.type = 'production'
+                  WHERE fe.feature_name = f.name) THEN 'live'
+     WHEN EXISTS (SELECT 1 FROM feature_first_enabled fe WHERE fe.feature_name = f.name)
+          THEN 'pre-live'
+     ELSE 'initial' END
+"""
+LIFECYCLE = f"""
+SELECT {LIFECYCLE_TIMES} FROM features f LEFT JOIN feature_lifecycle lc ON lc.feature_name = f.name
+WHERE f.name = $1 AND f.project = $2
+"""  # noqa: S608 - constants
+LIFECYCLE_COUNTS = f"""
+SELECT count(*) FILTER (WHERE stage = 'initial') AS initial,
+       count(*) FILTER (WHERE stage = 'pre-live') AS pre_live,
+       count(*) FILTER (WHERE stage = 'live') AS live,
+       count(*) FILTER (WHERE stage = 'completed') AS completed,
+       count(*) FILTER (WHERE stage = 'archived') AS archived
+FROM (SELECT {CURRENT_STAGE} AS stage
+      FROM features f LEFT JOIN feature_lifecycle lc ON lc.feature_name = f.name) s
+"""  # noqa: S608 - constants
+LOCK_COMPLETION = """
+SELECT lc.status, lc.status_value
+FROM features f JOIN feature_lifecycle lc ON lc.feature_name = f.name
+WHERE f.name = $1 AND f.project = $2 FOR UPDATE OF f
+"""
+
+# --- links -----------------------------------------------------------------------------------
+
+LINKS_OF = """
+SELECT feature_name, id, url, title FROM feature_links WHERE feature_name = ANY($1::text[])
+ORDER BY feature_name, created_at, id
+"""
+LINK_OWNER = "SELECT feature_name FROM feature_links WHERE id = $1"
+LINK_COUNT = "SELECT count(*) FROM feature_links WHERE feature_name = $1"
+
+
 # --- rows of responses --------------------------------------------------------------------------
 
 _FEATURE = """
@@ -45,9 +108,11 @@ SELECT f.name, f.project, f.type, f.description, f.impression_data, f.stale, f.c
        array(SELECT d.child FROM feature_dependencies d WHERE d.parent = f.name
              ORDER BY d.child) AS children,
        (SELECT max(l.last_seen_at) FROM telemetry.feature_last_seen l
-        WHERE l.feature_name = f.name AND l.last_seen_at >= f.created_at) AS last_seen_at
-FROM features f
+        WHERE l.feature_name = f.name AND l.last_seen_at >= f.created_at) AS last_seen_at,
+       LIFECYCLE_TIMES
+FROM features f LEFT JOIN feature_lifecycle lc ON lc.feature_name = f.name
 """.replace("POTENTIALLY_STALE", potentially_stale("f", CLOCK))
+_FEATURE = _FEATURE.replace("LIFECYCLE_TIMES", LIFECYCLE_TIMES)
 FEATURE_IN_PROJECT = _FEATURE + "WHERE f.name = $1 AND f.project = $2"
 ACTIVE_FEATURES_IN_PROJECT = (
     _FEATURE + "WHERE f.project = $1 AND f.archived_at IS NULL ORDER BY f.name"
@@ -145,6 +210,7 @@ class FeatureRows(NamedTuple):
     environments: list[asyncpg.Record]
     strategies: list[asyncpg.Record]
     collaborators: list[asyncpg.Record]
+    links: list[asyncpg.Record]
 
 
 async def features(conn: Conn, rows: list[asyncpg.Record]) -> list[FeatureRows]:
@@ -152,14 +218,23 @@ async def features(conn: Conn, rows: list[asyncpg.Record]) -> list[FeatureRows]:
     names = [row["name"] for row in rows]
     environments: dict[str, list[asyncpg.Record]] = {name: [] for name in names}
     strategies: dict[str, list[asyncpg.Record]] = {name: [] for name in names}
+    links: dict[str, list[asyncpg.Record]] = {name: [] for name in names}
     if names:
         for env in await conn.fetch(ENVIRONMENTS_OF, names):
             environments[env["feature"]].append(env)
         for strategy in await conn.fetch(STRATEGIES_OF, names):
             strategies[strategy["feature_name"]].append(strategy)
+        for link in await conn.fetch(LINKS_OF, names):
+            links[link["feature_name"]].append(link)
     found = await collaborators(conn, names)
     return [
-        FeatureRows(row, environments[row["name"]], strategies[row["name"]], found[row["name"]])
+        FeatureRows(
+            row,
+            environments[row["name"]],
+            strategies[row["name"]],
+            found[row["name"]],
+            links[row["name"]],
+        )
         for row in rows
     ]
 
