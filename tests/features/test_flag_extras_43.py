@@ -274,7 +274,8 @@ async def test_the_stages_follow_the_log(client: Client, app: web.Application) -
     body = {"status": "kept", "statusValue": "blue"}
     await ok(await client.post(f"{FEATURES}/f/lifecycle/complete", json=body, headers=ADMIN))
     stages = await get(client, path)
-    assert stages[-1]["stage"] == "completed" and stages[-1]["status"] == "kept"
+    assert stages[-1]["stage"] == "completed"
+    assert stages[-1]["status"] == "kept"
     assert (await get(client, f"{FEATURES}/f"))["lifecycle"]["stage"] == "completed"
     before = await event_count(app)
     await ok(await client.post(f"{FEATURES}/f/lifecycle/complete", json=body, headers=ADMIN))
