@@ -33,6 +33,23 @@ FEATURE_FIRST_ENABLED = Table(
     "feature_first_enabled", ("feature_name", "environment"), keyed_only=True
 )
 
+
+def current_stage(flag: str) -> str:
+    """SQL: the lifecycle stage the flag (a `features` row under alias `flag`) is at now, the
+    last it reached (docs/behavior.md, "A flag's lifecycle"), from these read models."""
+    return f"""
+CASE WHEN {flag}.archived_at IS NOT NULL THEN 'archived'
+     WHEN EXISTS (SELECT 1 FROM feature_lifecycle lcs
+                  WHERE lcs.feature_name = {flag}.name AND lcs.completed_at IS NOT NULL)
+          THEN 'completed'
+     WHEN EXISTS (SELECT 1 FROM feature_first_enabled fes
+                  JOIN environments es ON es.name = fes.environment AND es.type = 'production'
+                  WHERE fes.feature_name = {flag}.name) THEN 'live'
+     WHEN EXISTS (SELECT 1 FROM feature_first_enabled fes WHERE fes.feature_name = {flag}.name)
+          THEN 'pre-live'
+     ELSE 'initial' END"""  # noqa: S608 - an alias of the caller's SQL
+
+
 _NOT_COMPLETED = {"status": None, "status_value": None, "completed_at": None}
 
 

@@ -11,6 +11,7 @@ import msgspec
 import eventlog
 from eventlog.events.features import ClonedDependency, ClonedTag, StrategyData, Variant
 from projections.feature_types import potentially_stale
+from projections.flag_extras import current_stage
 from projections.shapes import ConstraintColumn, StrategyVariantColumn, VariantColumn
 from service.features import domain
 from service.http.past import CLOCK
@@ -18,6 +19,8 @@ from service.strategies.builtins import NAMES as BUILT_IN_STRATEGY_TYPES
 
 if TYPE_CHECKING:
     import uuid
+    from collections.abc import Sequence
+    from datetime import datetime
 
     import asyncpg
 
@@ -30,38 +33,44 @@ if TYPE_CHECKING:
 
 # When a flag (`f`, its feature_lifecycle row `lc`) entered each stage it has reached since it
 # was (last) created or revived: `initial` then; `pre-live` at its first enabling anywhere and
-# `live` at its first enabling in a production environment, each at the time the log gives
-# that enabling's event; `completed` and `archived` at their events' times (responses.stages
-# reads them in order).
+# `live` at its first enabling in a production environment, as the versions of its stream that
+# hold them (lifecycle_times gives the log's times of those); `completed` and `archived` at
+# their events' times (responses.stages reads them in order).
 _FIRST_ENABLING = """
-(SELECT min(ev.recorded_at) FROM feature_first_enabled fe
- JOIN events ev ON ev.stream_type = 'feature' AND ev.stream_key = fe.feature_name
-              AND ev.stream_version = fe.stream_version
+(SELECT min(fe.stream_version) FROM feature_first_enabled fe
  WHERE fe.feature_name = f.name WHERE_PRODUCTION)
 """
 _IN_PRODUCTION = (
     "AND fe.environment IN (SELECT e.name FROM environments e WHERE e.type = 'production')"
 )
-_PRE_LIVE_AT = _FIRST_ENABLING.replace("WHERE_PRODUCTION", "")
-_LIVE_AT = _FIRST_ENABLING.replace("WHERE_PRODUCTION", _IN_PRODUCTION)
+_PRE_LIVE = _FIRST_ENABLING.replace("WHERE_PRODUCTION", "")
+_LIVE = _FIRST_ENABLING.replace("WHERE_PRODUCTION", _IN_PRODUCTION)
 LIFECYCLE_TIMES = f"""
-coalesce(lc.initial_at, f.created_at) AS initial_at, {_PRE_LIVE_AT} AS pre_live_at,
-{_LIVE_AT} AS live_at,
+coalesce(lc.initial_at, f.created_at) AS initial_at, {_PRE_LIVE} AS pre_live_version,
+{_LIVE} AS live_version,
 lc.completed_at, lc.status AS completed_status, f.archived_at AS lifecycle_archived_at
 """
+
+
+async def lifecycle_times(
+    conn: Conn, rows: Sequence[asyncpg.Record]
+) -> dict[tuple[str, int], datetime]:
+    """The log's times of the enablings these flags' rows (with LIFECYCLE_TIMES and `name`)
+    name, by (flag, stream version)."""
+    versions = [
+        (row["name"], row[column])
+        for row in rows
+        for column in ("pre_live_version", "live_version")
+        if row[column] is not None
+    ]
+    return await eventlog.times_of_versions(conn, "feature", versions)
+
+
 # A flag's stage now (the last it reached), without its time: what the counts read.
-CURRENT_STAGE = """
-CASE WHEN f.archived_at IS NOT NULL THEN 'archived'
-     WHEN lc.completed_at IS NOT NULL THEN 'completed'
-     WHEN EXISTS (SELECT 1 FROM feature_first_enabled fe
-                  JOIN environments e ON e.name = fe.environment AND e.type = 'production'
-                  WHERE fe.feature_name = f.name) THEN 'live'
-     WHEN EXISTS (SELECT 1 FROM feature_first_enabled fe WHERE fe.feature_name = f.name)
-          THEN 'pre-live'
-     ELSE 'initial' END
-"""
+CURRENT_STAGE = current_stage("f")
 LIFECYCLE = f"""
-SELECT {LIFECYCLE_TIMES} FROM features f LEFT JOIN feature_lifecycle lc ON lc.feature_name = f.name
+SELECT f.name, {LIFECYCLE_TIMES}
+FROM features f LEFT JOIN feature_lifecycle lc ON lc.feature_name = f.name
 WHERE f.name = $1 AND f.project = $2
 """  # noqa: S608 - constants
 LIFECYCLE_COUNTS = f"""
@@ -211,6 +220,7 @@ class FeatureRows(NamedTuple):
     strategies: list[asyncpg.Record]
     collaborators: list[asyncpg.Record]
     links: list[asyncpg.Record]
+    times: dict[tuple[str, int], datetime]  # of its enablings (lifecycle_times)
 
 
 async def features(conn: Conn, rows: list[asyncpg.Record]) -> list[FeatureRows]:
@@ -227,6 +237,7 @@ async def features(conn: Conn, rows: list[asyncpg.Record]) -> list[FeatureRows]:
         for link in await conn.fetch(LINKS_OF, names):
             links[link["feature_name"]].append(link)
     found = await collaborators(conn, names)
+    times = await lifecycle_times(conn, rows)
     return [
         FeatureRows(
             row,
@@ -234,6 +245,7 @@ async def features(conn: Conn, rows: list[asyncpg.Record]) -> list[FeatureRows]:
             strategies[row["name"]],
             found[row["name"]],
             links[row["name"]],
+            times,
         )
         for row in rows
     ]

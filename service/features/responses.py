@@ -16,7 +16,7 @@ from eventlog.events.features import FeatureCloned, FeatureCreated
 from service.avatars import image_url
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     import asyncpg
 
@@ -188,13 +188,14 @@ class Lifecycle(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     entered_stage_at: datetime
 
 
-def stages(row: asyncpg.Record) -> list[Lifecycle]:
+def stages(row: asyncpg.Record, times: Mapping[tuple[str, int], datetime]) -> list[Lifecycle]:
     """The stages the flag reached since it was (last) created or revived, in their order, from
-    the times queries.LIFECYCLE_TIMES reads (initial_at to lifecycle_archived_at)."""
+    what queries.LIFECYCLE_TIMES reads (initial_at to lifecycle_archived_at) and the log's
+    times of its enablings (queries.lifecycle_times)."""
     reached = [Lifecycle(stage="initial", entered_stage_at=row["initial_at"])]
-    for stage, column in (("pre-live", "pre_live_at"), ("live", "live_at")):
-        if row[column] is not None:
-            reached.append(Lifecycle(stage=stage, entered_stage_at=row[column]))
+    for stage, column in (("pre-live", "pre_live_version"), ("live", "live_version")):
+        if (version := row[column]) is not None:
+            reached.append(Lifecycle(stage=stage, entered_stage_at=times[row["name"], version]))
     if row["completed_at"] is not None:
         reached.append(
             Lifecycle(
@@ -360,13 +361,14 @@ class Feature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
         )
 
     @classmethod
-    def from_rows(
+    def from_rows(  # noqa: PLR0913, PLR0917 - the parts of FeatureRows, in its order
         cls,
         row: asyncpg.Record,
         environments: Sequence[asyncpg.Record],
         strategies: Sequence[asyncpg.Record],
         collaborators: Sequence[asyncpg.Record],
         links: Sequence[asyncpg.Record] = (),
+        times: Mapping[tuple[str, int], datetime] | None = None,
     ) -> Feature:
         """A `features` row with its tags, parents and children (arrays), when an SDK last
         reported it (in any environment) and its lifecycle's times, the rows of its project's
@@ -420,7 +422,7 @@ class Feature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
                     row["parents"], row["parents_enabled"], row["parents_variants"], strict=True
                 )
             ],
-            lifecycle=stages(row)[-1],
+            lifecycle=stages(row, times or {})[-1],
             collaborators=people,
             links=[FeatureLink.from_row(link) for link in links],
         )

@@ -86,6 +86,7 @@ def test_complete_a_flag_from_its_lifecycle_and_its_links(journey: Journey) -> N
             ]
         if SHOT and journey.target.name == "ours":
             page.mouse.move(0, 0)
+            page.evaluate("window.scrollTo(0, 0)")
             page.screenshot(path=SHOT)
         journey.watch.assert_clean()
     finally:

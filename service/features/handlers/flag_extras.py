@@ -217,9 +217,10 @@ async def get_lifecycle(request: web.Request) -> web.Response:
     name, project_id = _flag(request)
     async with reading(request) as conn:
         row = await conn.fetchrow(queries.LIFECYCLE, name, project_id)
-    if row is None:
-        raise NotFound(f"There is no flag named {name} in project {project_id}")
-    return json_response(stages(row))
+        if row is None:
+            raise NotFound(f"There is no flag named {name} in project {project_id}")
+        times = await queries.lifecycle_times(conn, [row])
+    return json_response(stages(row, times))
 
 
 async def _completion(uow: UnitOfWork, name: str, project_id: str) -> domain.Completion | None:
