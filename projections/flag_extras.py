@@ -50,6 +50,26 @@ CASE WHEN {flag}.archived_at IS NOT NULL THEN 'archived'
      ELSE 'initial' END"""  # noqa: S608 - an alias of the caller's SQL
 
 
+def lifecycle_times(flag: str) -> str:
+    """SQL: the columns of when the flag (alias `flag`) entered each stage it reached since it
+    was (last) created or revived: `initial_at`; `pre_live_version` and `live_version`, the
+    versions of its stream that hold its first enabling anywhere and in a production
+    environment (the log has their times); `completed_at` with `completed_status`; and
+    `lifecycle_archived_at` (service/features/responses.stages reads them)."""
+    first = f"""(SELECT min(fes.stream_version) FROM feature_first_enabled fes
+ WHERE fes.feature_name = {flag}.name"""  # noqa: S608 - an alias of the caller's SQL
+    production = (
+        " AND fes.environment IN (SELECT es.name FROM environments es WHERE es.type = 'production')"
+    )
+    own = f"FROM feature_lifecycle lcs WHERE lcs.feature_name = {flag}.name"
+    return f"""
+coalesce((SELECT lcs.initial_at {own}), {flag}.created_at) AS initial_at,
+{first}) AS pre_live_version, {first}{production}) AS live_version,
+(SELECT lcs.completed_at {own}) AS completed_at,
+(SELECT lcs.status {own}) AS completed_status,
+{flag}.archived_at AS lifecycle_archived_at"""
+
+
 _NOT_COMPLETED = {"status": None, "status_value": None, "completed_at": None}
 
 

@@ -12,6 +12,7 @@ import eventlog
 from eventlog.events.features import ClonedDependency, ClonedTag, StrategyData, Variant
 from projections.feature_types import potentially_stale
 from projections.flag_extras import current_stage
+from projections.flag_extras import lifecycle_times as lifecycle_times_sql
 from projections.shapes import ConstraintColumn, StrategyVariantColumn, VariantColumn
 from service.features import domain
 from service.http.past import CLOCK
@@ -31,25 +32,9 @@ if TYPE_CHECKING:
 
 # --- the lifecycle ----------------------------------------------------------------------------
 
-# When a flag (`f`, its feature_lifecycle row `lc`) entered each stage it has reached since it
-# was (last) created or revived: `initial` then; `pre-live` at its first enabling anywhere and
-# `live` at its first enabling in a production environment, as the versions of its stream that
-# hold them (lifecycle_times gives the log's times of those); `completed` and `archived` at
-# their events' times (responses.stages reads them in order).
-_FIRST_ENABLING = """
-(SELECT min(fe.stream_version) FROM feature_first_enabled fe
- WHERE fe.feature_name = f.name WHERE_PRODUCTION)
-"""
-_IN_PRODUCTION = (
-    "AND fe.environment IN (SELECT e.name FROM environments e WHERE e.type = 'production')"
-)
-_PRE_LIVE = _FIRST_ENABLING.replace("WHERE_PRODUCTION", "")
-_LIVE = _FIRST_ENABLING.replace("WHERE_PRODUCTION", _IN_PRODUCTION)
-LIFECYCLE_TIMES = f"""
-coalesce(lc.initial_at, f.created_at) AS initial_at, {_PRE_LIVE} AS pre_live_version,
-{_LIVE} AS live_version,
-lc.completed_at, lc.status AS completed_status, f.archived_at AS lifecycle_archived_at
-"""
+# When a flag entered each stage it reached (projections/flag_extras.py): lifecycle_times below
+# gives the log's times of its enablings.
+LIFECYCLE_TIMES = lifecycle_times_sql("f")
 
 
 async def lifecycle_times(
@@ -69,8 +54,7 @@ async def lifecycle_times(
 # A flag's stage now (the last it reached), without its time: what the counts read.
 CURRENT_STAGE = current_stage("f")
 LIFECYCLE = f"""
-SELECT f.name, {LIFECYCLE_TIMES}
-FROM features f LEFT JOIN feature_lifecycle lc ON lc.feature_name = f.name
+SELECT f.name, {LIFECYCLE_TIMES} FROM features f
 WHERE f.name = $1 AND f.project = $2
 """  # noqa: S608 - constants
 LIFECYCLE_COUNTS = f"""
@@ -79,8 +63,7 @@ SELECT count(*) FILTER (WHERE stage = 'initial') AS initial,
        count(*) FILTER (WHERE stage = 'live') AS live,
        count(*) FILTER (WHERE stage = 'completed') AS completed,
        count(*) FILTER (WHERE stage = 'archived') AS archived
-FROM (SELECT {CURRENT_STAGE} AS stage
-      FROM features f LEFT JOIN feature_lifecycle lc ON lc.feature_name = f.name) s
+FROM (SELECT {CURRENT_STAGE} AS stage FROM features f) s
 """  # noqa: S608 - constants
 LOCK_COMPLETION = """
 SELECT lc.status, lc.status_value
@@ -119,7 +102,7 @@ SELECT f.name, f.project, f.type, f.description, f.impression_data, f.stale, f.c
        (SELECT max(l.last_seen_at) FROM telemetry.feature_last_seen l
         WHERE l.feature_name = f.name AND l.last_seen_at >= f.created_at) AS last_seen_at,
        LIFECYCLE_TIMES
-FROM features f LEFT JOIN feature_lifecycle lc ON lc.feature_name = f.name
+FROM features f
 """.replace("POTENTIALLY_STALE", potentially_stale("f", CLOCK))
 _FEATURE = _FEATURE.replace("LIFECYCLE_TIMES", LIFECYCLE_TIMES)
 FEATURE_IN_PROJECT = _FEATURE + "WHERE f.name = $1 AND f.project = $2"
