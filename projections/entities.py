@@ -73,7 +73,9 @@ PARTS: Final[dict[str, Part | None]] = {
     preferences.USER_FEEDBACK.name: Part("account", "user_id", "feedback"),
     flag_extras.FEATURE_LINKS.name: Part("flag", "feature_name", "links"),
     flag_extras.FEATURE_LIFECYCLE.name: Part("flag", "feature_name", "lifecycle"),
-    flag_extras.FEATURE_FIRST_ENABLED.name: Part("flag", "feature_name", "firstEnabled"),
+    # Which versions of a flag's stream first enabled it where: what its lifecycle's times are
+    # read from, not its state (the enablings show in `environments`).
+    flag_extras.FEATURE_FIRST_ENABLED.name: None,
 }
 # Secret columns of tables that are no entity's part, left out of state files all the same.
 SECRET: Final[dict[str, tuple[str, ...]]] = {accounts.SESSIONS.name: ("session_hash",)}
