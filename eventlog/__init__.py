@@ -28,6 +28,7 @@ from eventlog.reads import (
     read_stream,
     stream_version,
     time_of,
+    times_of_versions,
 )
 
 __all__ = [
@@ -52,4 +53,5 @@ __all__ = [
     "read_stream",
     "stream_version",
     "time_of",
+    "times_of_versions",
 ]

@@ -47,6 +47,13 @@ from eventlog.events.features import (
     StrategyRemoved,
     StrategyUpdated,
 )
+from eventlog.events.flag_extras import (
+    FeatureCompleted,
+    FeatureLinkAdded,
+    FeatureLinkRemoved,
+    FeatureLinkUpdated,
+    FeatureUncompleted,
+)
 from eventlog.events.preferences import FeedbackRecorded, SplashSeen
 from eventlog.events.privacy import PersonalDataErased
 from eventlog.events.projects import (
@@ -168,6 +175,11 @@ DomainEvent: TypeAlias = (
     | FeatureDeleted
     | SplashSeen
     | FeedbackRecorded
+    | FeatureLinkAdded
+    | FeatureLinkUpdated
+    | FeatureLinkRemoved
+    | FeatureCompleted
+    | FeatureUncompleted
 )
 
 EVENT_TYPES: Final[dict[str, type[Event]]] = {cls.type_name(): cls for cls in get_args(DomainEvent)}

@@ -14,7 +14,7 @@ from eventlog import mapper
 from eventlog.privacy import seal
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Sequence
     from datetime import datetime
 
     from eventlog.codec import RecordedEvent
@@ -224,3 +224,25 @@ async def time_of(conn: Conn, position: int) -> datetime | None:
     """When the event at a position was recorded; None for no such event."""
     moment: datetime | None = await conn.fetchval(RECORDED_AT, position)
     return moment
+
+
+TIMES_OF_VERSIONS = """
+SELECT e.stream_key, e.stream_version, e.recorded_at
+FROM unnest($2::text[], $3::integer[]) AS v(stream_key, stream_version)
+JOIN events e ON e.stream_type = $1 AND e.stream_key = v.stream_key
+             AND e.stream_version = v.stream_version
+"""
+
+
+async def times_of_versions(
+    conn: Conn, stream_type: str, versions: Sequence[tuple[str, int]]
+) -> dict[tuple[str, int], datetime]:
+    """When the log recorded each of these (stream key, version) pairs of one stream type:
+    what read models that keep a version instead of a time show (an inline projection never
+    sees the log's times). A pair with no event is left out."""
+    if not versions:
+        return {}
+    rows = await conn.fetch(
+        TIMES_OF_VERSIONS, stream_type, [k for k, _ in versions], [v for _, v in versions]
+    )
+    return {(r["stream_key"], r["stream_version"]): r["recorded_at"] for r in rows}

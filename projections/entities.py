@@ -16,6 +16,7 @@ from projections import (
     favorites,
     feature_types,
     features,
+    flag_extras,
     preferences,
     project_activity,
     projects,
@@ -70,6 +71,11 @@ PARTS: Final[dict[str, Part | None]] = {
     collaborators.FEATURE_COLLABORATORS.name: None,
     preferences.USER_SPLASHES.name: Part("account", "user_id", "splashes"),
     preferences.USER_FEEDBACK.name: Part("account", "user_id", "feedback"),
+    flag_extras.FEATURE_LINKS.name: Part("flag", "feature_name", "links"),
+    flag_extras.FEATURE_LIFECYCLE.name: Part("flag", "feature_name", "lifecycle"),
+    # Which versions of a flag's stream first enabled it where: what its lifecycle's times are
+    # read from, not its state (the enablings show in `environments`).
+    flag_extras.FEATURE_FIRST_ENABLED.name: None,
 }
 # Secret columns of tables that are no entity's part, left out of state files all the same.
 SECRET: Final[dict[str, tuple[str, ...]]] = {accounts.SESSIONS.name: ("session_hash",)}

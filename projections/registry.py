@@ -14,6 +14,7 @@ from projections import (
     favorites,
     feature_types,
     features,
+    flag_extras,
     preferences,
     project_activity,
     projects,
@@ -41,6 +42,7 @@ INLINE: tuple[Projection, ...] = (
     search.PROJECTION,
     collaborators.PROJECTION,
     preferences.PROJECTION,
+    flag_extras.PROJECTION,
 )
 ASYNC: tuple[Projection, ...] = (activity.PROJECTION, project_activity.PROJECTION)
 ALL: tuple[Projection, ...] = INLINE + ASYNC
@@ -68,8 +70,8 @@ class Group(NamedTuple):
 # (every event's envelope; the projects' counts also read each flag event's project).
 # Together, every projection once, and every shard of a split one.
 GROUPS: tuple[Group, ...] = (
-    Group((features.PROJECTION,), shard=0, shards=2),
-    Group((features.PROJECTION,), shard=1, shards=2),
+    Group((features.PROJECTION, flag_extras.PROJECTION), shard=0, shards=2),
+    Group((features.PROJECTION, flag_extras.PROJECTION), shard=1, shards=2),
     Group(
         (
             accounts.PROJECTION,

@@ -99,6 +99,11 @@ CREATE FUNCTION public.event_kind(p_type text, p_data jsonb) RETURNS text
         WHEN 'FeatureTypeLifetimeChanged' THEN 'feature-type-updated'
         WHEN 'FeatureUpdated' THEN 'feature-metadata-updated'
         WHEN 'StrategiesReordered' THEN 'strategy-order-changed'
+        WHEN 'FeatureLinkAdded' THEN 'feature-link-added'
+        WHEN 'FeatureLinkUpdated' THEN 'feature-link-updated'
+        WHEN 'FeatureLinkRemoved' THEN 'feature-link-removed'
+        WHEN 'FeatureCompleted' THEN 'feature-completed'
+        WHEN 'FeatureUncompleted' THEN 'feature-uncompleted'
         ELSE p_type
     END
 $$;
@@ -678,6 +683,31 @@ CREATE TABLE readmodel.feature_environments (
     variants jsonb DEFAULT '[]'::jsonb NOT NULL
 );
 
+-- Name: feature_first_enabled; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.feature_first_enabled (
+    feature_name text NOT NULL,
+    environment text NOT NULL,
+    stream_version integer NOT NULL
+);
+
+-- Name: feature_lifecycle; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.feature_lifecycle (
+    feature_name text NOT NULL,
+    initial_at timestamp with time zone NOT NULL,
+    status text,
+    status_value text,
+    completed_at timestamp with time zone
+);
+
+-- Name: feature_links; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.feature_links (
+    id text NOT NULL,
+    feature_name text NOT NULL,
+    url text NOT NULL,
+    title text,
+    created_at timestamp with time zone NOT NULL
+);
+
 -- Name: feature_strategies; Type: TABLE; Schema: readmodel
 CREATE TABLE readmodel.feature_strategies (
     id uuid NOT NULL,
@@ -1097,6 +1127,18 @@ ALTER TABLE ONLY readmodel.feature_dependencies
 ALTER TABLE ONLY readmodel.feature_environments
     ADD CONSTRAINT feature_environments_pkey PRIMARY KEY (feature_name, environment);
 
+-- Name: feature_first_enabled feature_first_enabled_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.feature_first_enabled
+    ADD CONSTRAINT feature_first_enabled_pkey PRIMARY KEY (feature_name, environment);
+
+-- Name: feature_lifecycle feature_lifecycle_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.feature_lifecycle
+    ADD CONSTRAINT feature_lifecycle_pkey PRIMARY KEY (feature_name);
+
+-- Name: feature_links feature_links_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.feature_links
+    ADD CONSTRAINT feature_links_pkey PRIMARY KEY (id);
+
 -- Name: feature_strategies feature_strategies_pkey; Type: CONSTRAINT; Schema: readmodel
 ALTER TABLE ONLY readmodel.feature_strategies
     ADD CONSTRAINT feature_strategies_pkey PRIMARY KEY (id);
@@ -1215,6 +1257,9 @@ CREATE INDEX feature_creators_user_idx ON readmodel.feature_creators USING btree
 
 -- Name: feature_dependencies_parent_idx; Type: INDEX; Schema: readmodel
 CREATE INDEX feature_dependencies_parent_idx ON readmodel.feature_dependencies USING btree (parent);
+
+-- Name: feature_links_feature; Type: INDEX; Schema: readmodel
+CREATE INDEX feature_links_feature ON readmodel.feature_links USING btree (feature_name, created_at, id);
 
 -- Name: feature_strategies_feature_idx; Type: INDEX; Schema: readmodel
 CREATE INDEX feature_strategies_feature_idx ON readmodel.feature_strategies USING btree (feature_name, environment, sort_order);

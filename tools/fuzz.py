@@ -249,6 +249,10 @@ def seed(service: Service) -> Seeded:
         "/api/admin/projects/fuzz/features/fuzz-child/dependencies",
         {"feature": "fuzz-parent"},
     )
+    # A link, so that the link routes reach more than their 404.
+    parent = "/api/admin/projects/fuzz/features/fuzz-parent"
+    post("POST", f"{parent}/link", {"url": "https://example.com/pr/1"}, 204)
+    seeded.add("linkId", post("GET", parent)["links"][0]["id"])
     post("DELETE", "/api/admin/projects/fuzz/features/fuzz-other", expect=202)  # one archived
     email = "viewer@example.com"
     viewer = {"email": email, "name": "Vi", "rootRole": 3, "password": PASSWORD}

@@ -295,3 +295,43 @@ class BulkTags(msgspec.Struct, frozen=True, kw_only=True):
         msgspec.Meta(max_length=1000),
     ]
     tags: UpdateTags
+
+
+class UpdateFeature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """Unleash's updateFeatureSchema (`PUT` of a flag): the flag's editable fields as a whole;
+    one left out takes its default, as in Unleash. `archived: true` archives the flag."""
+
+    example: ClassVar[dict[str, object]] = {
+        "description": "The new checkout page",
+        "type": "release",
+        "stale": False,
+        "impressionData": False,
+    }
+    description: Description | None = None
+    type: FeatureType = "release"
+    stale: bool = False
+    archived: bool = False
+    impression_data: bool = False
+
+
+LinkText = Annotated[str, msgspec.Meta(max_length=10_000)]
+
+
+class LinkBody(msgspec.Struct, frozen=True, kw_only=True):
+    """Unleash's featureLinkSchema as a request: a link of a flag (http or https)."""
+
+    example: ClassVar[dict[str, object]] = {
+        "url": "https://github.com/acme/checkout/pull/42",
+        "title": "The pull request",
+    }
+    url: Annotated[str, msgspec.Meta(min_length=1, max_length=10_000)]
+    title: LinkText | None = None
+
+
+class CompleteFeature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """Unleash's featureLifecycleCompletedSchema: whether the feature was kept or discarded,
+    and optionally what was kept (a variant's name)."""
+
+    example: ClassVar[dict[str, object]] = {"status": "kept", "statusValue": "blue"}
+    status: Literal["kept", "discarded"]
+    status_value: Annotated[str, msgspec.Meta(max_length=1000)] | None = None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+import urllib.parse
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar, get_args
 
@@ -44,6 +45,13 @@ from eventlog.events.features import (
     StrategyUpdated,
     StrategyVariant,
     Variant,
+)
+from eventlog.events.flag_extras import (
+    FeatureCompleted,
+    FeatureLinkAdded,
+    FeatureLinkRemoved,
+    FeatureLinkUpdated,
+    FeatureUncompleted,
 )
 from eventlog.events.projects import DefaultStrategyData, DefaultStrategySet
 from service import names
@@ -987,6 +995,30 @@ def patch_feature(
         new = msgspec.convert({m: patched[m] for m in PATCHABLE if m in patched}, FlagFields)
     except msgspec.ValidationError as exc:
         raise ValidationError(f"The patched flag is not valid: {exc}") from None
+    return flag_changes(name, project_id, new, state)
+
+
+def update_feature(
+    name: str, project_id: str, body: commands.UpdateFeature, state: FlagFields | None
+) -> list[FeatureUpdated | FeatureStaleSet]:
+    """`PUT /api/admin/projects/:projectId/features/:name` (Unleash's updateFeatureSchema):
+    the fields as a whole, recorded as a PATCH of them records them (archiving, when asked,
+    is the archive's decision: archive_feature). state: as patch_feature takes it."""
+    if state is None:
+        raise NotFound(f'There\'s no feature named "{name}" in project "{project_id}".')
+    new = FlagFields(
+        description=body.description,
+        type=body.type,
+        stale=body.stale,
+        impression_data=body.impression_data,
+    )
+    return flag_changes(name, project_id, new, state)
+
+
+def flag_changes(
+    name: str, project_id: str, new: FlagFields, state: FlagFields
+) -> list[FeatureUpdated | FeatureStaleSet]:
+    """The events that take the flag's fields from `state` to `new`: none when equal."""
     description = new.description or None  # as in create: an empty description is null
     events: list[FeatureUpdated | FeatureStaleSet] = []
     if (new.type, description, new.impression_data) != (
@@ -1243,3 +1275,121 @@ def set_default_strategy(
             segments=data.segments,
         ),
     )
+
+
+# --- links and the lifecycle (issue 43) -------------------------------------------------------
+
+LINK_SCHEMES: Final = ("http", "https")
+MAX_LINKS: Final = 100  # a flag's links, at most: each GET of the flag carries them all
+
+
+def _link_url(url: str) -> str:
+    """An absolute http(s) URL, as the UI opens it in a new tab (never a `javascript:` one)."""
+    parts = urllib.parse.urlsplit(url.strip())
+    if parts.scheme.lower() not in LINK_SCHEMES or not parts.netloc:
+        raise ValidationError(f"{url!r} is not an absolute http or https URL - at `$.url`")
+    return url.strip()
+
+
+def add_link(  # noqa: PLR0913 - the link and what it is decided on
+    name: str,
+    project_id: str,
+    body: commands.LinkBody,
+    *,
+    active: bool,
+    links: int,
+    link_id: str,
+    now: datetime,
+) -> FeatureLinkAdded:
+    """`POST .../features/:name/link`. active: whether the project has this active flag;
+    links: how many it has."""
+    if not active:
+        raise NotFound(f"There is no active flag named {name} in project {project_id}")
+    url = _link_url(body.url)
+    if links >= MAX_LINKS:
+        raise InvalidOperation(f"A flag has at most {MAX_LINKS} links")
+    return FeatureLinkAdded(
+        name=name,
+        project=project_id,
+        link_id=link_id,
+        url=url,
+        title=body.title or None,
+        added_at=now,
+    )
+
+
+def _check_link(
+    name: str, project_id: str, link_id: str, *, active: bool, owner: str | None
+) -> None:
+    if not active:
+        raise NotFound(f"There is no active flag named {name} in project {project_id}")
+    if owner != name:
+        raise NotFound(f"Flag {name} has no link with id {link_id}")
+
+
+def update_link(  # noqa: PLR0913 - the link and what it is decided on
+    name: str,
+    project_id: str,
+    link_id: str,
+    body: commands.LinkBody,
+    *,
+    active: bool,
+    owner: str | None,
+) -> FeatureLinkUpdated:
+    """`PUT .../link/:id`: its URL and title from now on. owner: the flag the link belongs
+    to, None when there is no such link."""
+    _check_link(name, project_id, link_id, active=active, owner=owner)
+    return FeatureLinkUpdated(
+        name=name,
+        project=project_id,
+        link_id=link_id,
+        url=_link_url(body.url),
+        title=body.title or None,
+    )
+
+
+def remove_link(
+    name: str, project_id: str, link_id: str, *, active: bool, owner: str | None
+) -> FeatureLinkRemoved:
+    """`DELETE .../link/:id`; owner as update_link takes it."""
+    _check_link(name, project_id, link_id, active=active, owner=owner)
+    return FeatureLinkRemoved(name=name, project=project_id, link_id=link_id)
+
+
+class Completion(NamedTuple):
+    """A flag's completion as it is: `status` None when it is not completed."""
+
+    status: str | None
+    status_value: str | None
+
+
+def complete_feature(
+    name: str,
+    project_id: str,
+    body: commands.CompleteFeature,
+    state: Completion | None,
+    now: datetime,
+) -> FeatureCompleted | None:
+    """`POST .../lifecycle/complete`: the flag enters `completed` (again, with a new status
+    when it was completed otherwise); None when it is completed so already. state: None when
+    the project has no such flag (Unleash answers 200 and does nothing: docs/behavior.md)."""
+    if state is None:
+        raise NotFound(f"There is no flag named {name} in project {project_id}")
+    value = body.status_value or None
+    if (state.status, state.status_value) == (body.status, value):
+        return None
+    return FeatureCompleted(
+        name=name, project=project_id, status=body.status, status_value=value, completed_at=now
+    )
+
+
+def uncomplete_feature(
+    name: str, project_id: str, state: Completion | None
+) -> FeatureUncompleted | None:
+    """`POST .../lifecycle/uncomplete`: back at the stage its switches give it; None when it
+    is not completed."""
+    if state is None:
+        raise NotFound(f"There is no flag named {name} in project {project_id}")
+    if state.status is None:
+        return None
+    return FeatureUncompleted(name=name, project=project_id)

@@ -12,6 +12,8 @@ import eventlog
 from eventlog.events.features import ClonedDependency, ClonedTag, StrategyData, Variant
 from eventlog.events.projects import DefaultStrategyData
 from projections.feature_types import potentially_stale
+from projections.flag_extras import current_stage
+from projections.flag_extras import lifecycle_times as lifecycle_times_sql
 from projections.shapes import ConstraintColumn, StrategyVariantColumn, VariantColumn
 from service.features import domain
 from service.http.past import CLOCK
@@ -19,12 +21,65 @@ from service.strategies.builtins import NAMES as BUILT_IN_STRATEGY_TYPES
 
 if TYPE_CHECKING:
     import uuid
+    from collections.abc import Sequence
+    from datetime import datetime
 
     import asyncpg
 
     from eventlog.connections import Conn
 
 # --- potentially stale ---------------------------------------------------------------------------
+
+
+# --- the lifecycle ----------------------------------------------------------------------------
+
+# When a flag entered each stage it reached (projections/flag_extras.py): lifecycle_times below
+# gives the log's times of its enablings.
+LIFECYCLE_TIMES = lifecycle_times_sql("f")
+
+
+async def lifecycle_times(
+    conn: Conn, rows: Sequence[asyncpg.Record]
+) -> dict[tuple[str, int], datetime]:
+    """The log's times of the enablings these flags' rows (with LIFECYCLE_TIMES and `name`)
+    name, by (flag, stream version)."""
+    versions = [
+        (row["name"], row[column])
+        for row in rows
+        for column in ("pre_live_version", "live_version")
+        if row[column] is not None
+    ]
+    return await eventlog.times_of_versions(conn, "feature", versions)
+
+
+# A flag's stage now (the last it reached), without its time: what the counts read.
+CURRENT_STAGE = current_stage("f")
+LIFECYCLE = f"""
+SELECT f.name, {LIFECYCLE_TIMES} FROM features f
+WHERE f.name = $1 AND f.project = $2
+"""  # noqa: S608 - constants
+LIFECYCLE_COUNTS = f"""
+SELECT count(*) FILTER (WHERE stage = 'initial') AS initial,
+       count(*) FILTER (WHERE stage = 'pre-live') AS pre_live,
+       count(*) FILTER (WHERE stage = 'live') AS live,
+       count(*) FILTER (WHERE stage = 'completed') AS completed,
+       count(*) FILTER (WHERE stage = 'archived') AS archived
+FROM (SELECT {CURRENT_STAGE} AS stage FROM features f) s
+"""  # noqa: S608 - constants
+LOCK_COMPLETION = """
+SELECT lc.status, lc.status_value
+FROM features f JOIN feature_lifecycle lc ON lc.feature_name = f.name
+WHERE f.name = $1 AND f.project = $2 FOR UPDATE OF f
+"""
+
+# --- links -----------------------------------------------------------------------------------
+
+LINKS_OF = """
+SELECT feature_name, id, url, title FROM feature_links WHERE feature_name = ANY($1::text[])
+ORDER BY feature_name, created_at, id
+"""
+LINK_OWNER = "SELECT feature_name FROM feature_links WHERE id = $1"
+LINK_COUNT = "SELECT count(*) FROM feature_links WHERE feature_name = $1"
 
 
 # --- rows of responses --------------------------------------------------------------------------
@@ -46,9 +101,11 @@ SELECT f.name, f.project, f.type, f.description, f.impression_data, f.stale, f.c
        array(SELECT d.child FROM feature_dependencies d WHERE d.parent = f.name
              ORDER BY d.child) AS children,
        (SELECT max(l.last_seen_at) FROM telemetry.feature_last_seen l
-        WHERE l.feature_name = f.name AND l.last_seen_at >= f.created_at) AS last_seen_at
+        WHERE l.feature_name = f.name AND l.last_seen_at >= f.created_at) AS last_seen_at,
+       LIFECYCLE_TIMES
 FROM features f
 """.replace("POTENTIALLY_STALE", potentially_stale("f", CLOCK))
+_FEATURE = _FEATURE.replace("LIFECYCLE_TIMES", LIFECYCLE_TIMES)
 FEATURE_IN_PROJECT = _FEATURE + "WHERE f.name = $1 AND f.project = $2"
 ACTIVE_FEATURES_IN_PROJECT = (
     _FEATURE + "WHERE f.project = $1 AND f.archived_at IS NULL ORDER BY f.name"
@@ -147,6 +204,8 @@ class FeatureRows(NamedTuple):
     environments: list[asyncpg.Record]
     strategies: list[asyncpg.Record]
     collaborators: list[asyncpg.Record]
+    links: list[asyncpg.Record]
+    times: dict[tuple[str, int], datetime]  # of its enablings (lifecycle_times)
 
 
 async def features(conn: Conn, rows: list[asyncpg.Record]) -> list[FeatureRows]:
@@ -154,14 +213,25 @@ async def features(conn: Conn, rows: list[asyncpg.Record]) -> list[FeatureRows]:
     names = [row["name"] for row in rows]
     environments: dict[str, list[asyncpg.Record]] = {name: [] for name in names}
     strategies: dict[str, list[asyncpg.Record]] = {name: [] for name in names}
+    links: dict[str, list[asyncpg.Record]] = {name: [] for name in names}
     if names:
         for env in await conn.fetch(ENVIRONMENTS_OF, names):
             environments[env["feature"]].append(env)
         for strategy in await conn.fetch(STRATEGIES_OF, names):
             strategies[strategy["feature_name"]].append(strategy)
+        for link in await conn.fetch(LINKS_OF, names):
+            links[link["feature_name"]].append(link)
     found = await collaborators(conn, names)
+    times = await lifecycle_times(conn, rows)
     return [
-        FeatureRows(row, environments[row["name"]], strategies[row["name"]], found[row["name"]])
+        FeatureRows(
+            row,
+            environments[row["name"]],
+            strategies[row["name"]],
+            found[row["name"]],
+            links[row["name"]],
+            times,
+        )
         for row in rows
     ]
 

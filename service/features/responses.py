@@ -16,7 +16,7 @@ from eventlog.events.features import FeatureCloned, FeatureCreated
 from service.avatars import image_url
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     import asyncpg
 
@@ -181,8 +181,53 @@ class ParentDependency(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Lifecycle(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """A lifecycle stage the flag reached (Unleash's featureLifecycleSchema item): `status`,
+    kept or discarded, only in `completed`."""
+
     stage: str
+    status: str | msgspec.UnsetType = msgspec.UNSET
     entered_stage_at: datetime
+
+
+def stages(row: asyncpg.Record, times: Mapping[tuple[str, int], datetime]) -> list[Lifecycle]:
+    """The stages the flag reached since it was (last) created or revived, in their order, from
+    what queries.LIFECYCLE_TIMES reads (initial_at to lifecycle_archived_at) and the log's
+    times of its enablings (queries.lifecycle_times)."""
+    reached = [Lifecycle(stage="initial", entered_stage_at=row["initial_at"])]
+    for stage, column in (("pre-live", "pre_live_version"), ("live", "live_version")):
+        if (version := row[column]) is not None:
+            reached.append(Lifecycle(stage=stage, entered_stage_at=times[row["name"], version]))
+    if row["completed_at"] is not None:
+        reached.append(
+            Lifecycle(
+                stage="completed",
+                status=row["completed_status"],
+                entered_stage_at=row["completed_at"],
+            )
+        )
+    if row["lifecycle_archived_at"] is not None:
+        reached.append(Lifecycle(stage="archived", entered_stage_at=row["lifecycle_archived_at"]))
+    return reached
+
+
+class LifecycleCount(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """GET /api/admin/lifecycle/count: how many flags are at each stage now."""
+
+    initial: int
+    pre_live: int
+    live: int
+    completed: int
+    archived: int
+
+    @classmethod
+    def from_row(cls, row: asyncpg.Record) -> LifecycleCount:
+        return cls(
+            initial=row["initial"],
+            pre_live=row["pre_live"],
+            live=row["live"],
+            completed=row["completed"],
+            archived=row["archived"],
+        )
 
 
 class Collaborator(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
@@ -210,11 +255,15 @@ class Collaborators(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class FeatureLink(msgspec.Struct, frozen=True, kw_only=True):
-    """A link of a flag (Unleash's experimental links; none here yet)."""
+    """A link of a flag (Unleash's featureLinkSchema), in the order they were added."""
 
     id: str
     url: str
     title: str | None
+
+    @classmethod
+    def from_row(cls, row: asyncpg.Record) -> FeatureLink:
+        return cls(id=row["id"], url=row["url"], title=row["title"])
 
 
 def _people(
@@ -313,17 +362,19 @@ class Feature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
         )
 
     @classmethod
-    def from_rows(
+    def from_rows(  # noqa: PLR0913, PLR0917 - the parts of FeatureRows, in its order
         cls,
         row: asyncpg.Record,
         environments: Sequence[asyncpg.Record],
         strategies: Sequence[asyncpg.Record],
         collaborators: Sequence[asyncpg.Record],
+        links: Sequence[asyncpg.Record] = (),
+        times: Mapping[tuple[str, int], datetime] | None = None,
     ) -> Feature:
-        """A `features` row with its tags, parents and children (arrays) and when an SDK last
-        reported it (in any environment), the rows of its project's environments (with the
-        flag's switch, variants and last report there) and its strategies, both in display
-        order, and its collaborators, latest first."""
+        """A `features` row with its tags, parents and children (arrays), when an SDK last
+        reported it (in any environment) and its lifecycle's times, the rows of its project's
+        environments (with the flag's switch, variants and last report there) and its
+        strategies, both in display order, its collaborators, latest first, and its links."""
         name = row["name"]
         creator, people = _people(collaborators)
         by_environment: dict[str, list[Strategy]] = {}
@@ -372,10 +423,9 @@ class Feature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
                     row["parents"], row["parents_enabled"], row["parents_variants"], strict=True
                 )
             ],
-            lifecycle=Lifecycle(
-                stage=row["lifecycle_stage"], entered_stage_at=row["lifecycle_entered_at"]
-            ),
+            lifecycle=stages(row, times or {})[-1],
             collaborators=people,
+            links=[FeatureLink.from_row(link) for link in links],
         )
 
 
@@ -529,3 +579,30 @@ class DefaultStrategy(msgspec.Struct, frozen=True, kw_only=True, rename="camel")
     @classmethod
     def of(cls, data: DefaultStrategyData) -> DefaultStrategy:
         return _as(data, DefaultStrategy)
+
+
+class FeatureEnvironmentDetail(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """GET .../features/:name/environments/:environment (Unleash's featureEnvironmentSchema):
+    the flag in one environment of its project."""
+
+    name: str
+    environment: str
+    type: str
+    enabled: bool
+    sort_order: int
+    strategies: list[Strategy]
+    variants: list[Variant]
+    last_seen_at: datetime | None
+
+    @classmethod
+    def of(cls, environment: FeatureEnvironment) -> FeatureEnvironmentDetail:
+        return cls(
+            name=environment.feature_name,
+            environment=environment.environment,
+            type=environment.type,
+            enabled=environment.enabled,
+            sort_order=environment.sort_order,
+            strategies=environment.strategies,
+            variants=environment.variants,
+            last_seen_at=environment.last_seen_at,
+        )

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from projections.feature_types import potentially_stale
+from projections.flag_extras import current_stage
 from service.http.past import CLOCK
 from service.projects.domain import ActiveProject
 
@@ -162,15 +163,16 @@ SELECT day, events FROM project_activity_daily
 WHERE project_id = $1 AND day >= ((now() AT TIME ZONE 'UTC') - interval '1 year')::date
 ORDER BY day
 """
-LIFECYCLE_COUNTS = """
-SELECT count(*) FILTER (WHERE archived_at IS NULL AND lifecycle_stage = 'initial') AS initial,
-       count(*) FILTER (WHERE archived_at IS NULL AND lifecycle_stage = 'pre-live') AS pre_live,
-       count(*) FILTER (WHERE archived_at IS NULL AND lifecycle_stage = 'live') AS live,
-       count(*) FILTER (WHERE archived_at IS NULL AND lifecycle_stage = 'completed') AS completed,
-       count(*) FILTER (WHERE archived_at IS NOT NULL) AS archived,
+# The project's flags by lifecycle stage now (projections/flag_extras.py).
+LIFECYCLE_COUNTS = f"""
+SELECT count(*) FILTER (WHERE stage = 'initial') AS initial,
+       count(*) FILTER (WHERE stage = 'pre-live') AS pre_live,
+       count(*) FILTER (WHERE stage = 'live') AS live,
+       count(*) FILTER (WHERE stage = 'completed') AS completed,
+       count(*) FILTER (WHERE stage = 'archived') AS archived,
        count(*) FILTER (WHERE archived_at >= now() - interval '30 days') AS archived_30_days
-FROM features WHERE project = $1
-"""
+FROM (SELECT f.archived_at, {current_stage("f")} AS stage FROM features f WHERE f.project = $1) s
+"""  # noqa: S608 - constants
 # API tokens given this project by name (as Unleash counts them: not those of every project).
 PROJECT_API_TOKENS = "SELECT count(*) FROM api_tokens WHERE $1 = ANY(projects)"
 # The distinct creators of the project's active flags, in id order, each under the name their

@@ -8,6 +8,7 @@ from typing import Final
 from aiohttp import web
 
 from service import auth
+from service.features.queries import lifecycle_times
 from service.http.answers import json_response
 from service.http.past import in_past, reading
 from service.http.requests import int_param, principal, query_param, query_values
@@ -53,9 +54,10 @@ async def search_features(request: web.Request) -> web.Response:
     async with reading(request) as conn:
         totals = None if in_past(request) else request.app[TOTALS]
         total, rows, environments = await queries.page(conn, search, user_id, totals)
+        times = await lifecycle_times(conn, rows)
     return json_response(
         SearchResult(
-            features=[SearchedFeature.from_rows(r, environments[r["name"]]) for r in rows],
+            features=[SearchedFeature.from_rows(r, environments[r["name"]], times) for r in rows],
             total=total,
         )
     )

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from eventlog.reads import HEAD
 from projections.feature_types import potentially_stale
+from projections.flag_extras import current_stage, lifecycle_times
 from service.http.past import CLOCK
 from service.search.filters import Condition, Search, tag_pair
 
@@ -137,7 +138,7 @@ def _condition(where: Where, condition: Condition) -> str:  # noqa: PLR0911 - on
         case "type":
             return _one_of(where, "f.type", condition)
         case "lifecycle":
-            return _one_of(where, "f.lifecycle_stage", condition)
+            return _one_of(where, f"({current_stage('f')})", condition)
         case "state":
             return _state(condition)
         case "createdBy":
@@ -292,7 +293,7 @@ def page_sql(search: Search, user_id: int | None) -> tuple[str, list[Any], str |
 # depends on it, else `child` when it depends on one (as Unleash's CASE says).
 PAGE_ROWS = f"""
 SELECT f.name, f.description, f.type, f.project, f.stale, f.impression_data, f.created_at,
-       f.archived_at, f.lifecycle_stage, f.lifecycle_entered_at,
+       f.archived_at, {lifecycle_times("f")},
        {POTENTIALLY_STALE} AS potentially_stale,
        {LAST_SEEN} AS last_seen_at,
        c.user_id AS creator_id, u.name AS creator_name, u.username AS creator_username,

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Final
 import msgspec
 
 from service.avatars import image_url
-from service.features.responses import Lifecycle, Tag
+from service.features.responses import Lifecycle, Tag, stages
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     import asyncpg
 
@@ -88,9 +88,13 @@ class SearchedFeature(msgspec.Struct, frozen=True, kw_only=True, rename="camel")
 
     @classmethod
     def from_rows(
-        cls, row: asyncpg.Record, environments: Sequence[asyncpg.Record]
+        cls,
+        row: asyncpg.Record,
+        environments: Sequence[asyncpg.Record],
+        times: Mapping[tuple[str, int], datetime],
     ) -> SearchedFeature:
-        """A row of PAGE_ROWS and its rows of PAGE_ENVIRONMENTS."""
+        """A row of PAGE_ROWS, its rows of PAGE_ENVIRONMENTS and the log's times of the
+        enablings its lifecycle names (service/features/queries.lifecycle_times)."""
         return cls(
             type=row["type"],
             description=row["description"],
@@ -107,9 +111,7 @@ class SearchedFeature(msgspec.Struct, frozen=True, kw_only=True, rename="camel")
             environments=[SearchEnvironment.from_row(e) for e in environments],
             segments=list(row["segments"]),
             created_by=CreatedBy.from_row(row),
-            lifecycle=Lifecycle(
-                stage=row["lifecycle_stage"], entered_stage_at=row["lifecycle_entered_at"]
-            ),
+            lifecycle=stages(row, times)[-1],
             tags=[
                 Tag(value=value, type=tag_type)
                 for tag_type, value in zip(row["tag_types"], row["tag_values"], strict=True)

@@ -185,6 +185,9 @@ async def test_verify_passes_on_a_healthy_log(any_conn: Conn) -> None:
         "feature_collaborators": "matches rebuild",
         "user_splashes": "matches rebuild",
         "user_feedback": "matches rebuild",
+        "feature_links": "matches rebuild",
+        "feature_lifecycle": "matches rebuild",
+        "feature_first_enabled": "matches rebuild",
         "activity_daily": "matches rebuild",
         "project_activity_daily": "matches rebuild",
     }

@@ -77,6 +77,13 @@ async def test_a_flag_shows_what_the_table_needs(client: Client, app: web.Applic
     feature = found["features"][0]
     created = feature["createdAt"]
     assert ISO.match(created)
+    # switched on in development: `pre-live` since then, as the flag's own lifecycle says
+    (enabled,) = [
+        s
+        for s in await ok(await client.get(f"{flag_path}/lifecycle", headers=ADMIN))
+        if s["stage"] == "pre-live"
+    ]
+    assert enabled["enteredStageAt"] > created
     assert found == {
         "features": [
             {
@@ -126,7 +133,7 @@ async def test_a_flag_shows_what_the_table_needs(client: Client, app: web.Applic
                     "name": f"user-{person.id}",
                     "imageUrl": gravatar("ada@example.com"),
                 },
-                "lifecycle": {"stage": "initial", "enteredStageAt": created},
+                "lifecycle": enabled,
                 "tags": [{"value": "pay", "type": "simple"}],
             }
         ],
@@ -223,8 +230,10 @@ async def test_filters_pick_flags_by_unleash_operators(
         f"createdBy=IS:{person.id}": ["f"],
         "createdBy=IS:-42": ["a", "b", "c", "d", "e"],
         f"createdBy=IS_NOT:{person.id}": ["a", "b", "c", "d", "e"],
-        "lifecycle=IS:initial": ["a", "b", "c", "d", "e", "f"],
-        "lifecycle=IS_NOT:initial": [],
+        "lifecycle=IS:initial": ["a", "b", "c", "e", "f"],
+        "lifecycle=IS_NOT:initial": ["d"],  # switched on in development: pre-live
+        "lifecycle=IS:pre-live": ["d"],
+        "lifecycle=IS:live": [],
         "createdAt=IS_BEFORE:2000-01-01": [],
         "createdAt=IS_ON_OR_AFTER:2000-01-01": ["a", "b", "c", "d", "e", "f"],
         "lastSeenAt=IS_ON_OR_AFTER:2000-01-01": [],
