@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, get_args
 import msgspec
 
 from eventlog.events import features, users
-from eventlog.events.api_tokens import ApiTokenCreated, ApiTokenDeleted
+from eventlog.events.api_tokens import ApiTokenCreated, ApiTokenDeleted, ApiTokenExpiryChanged
 from eventlog.events.base import Declared, Event, Metadata, Upcasters
 from eventlog.events.context_fields import (
     ContextFieldCreated,
@@ -47,6 +47,7 @@ from eventlog.events.features import (
     StrategyRemoved,
     StrategyUpdated,
 )
+from eventlog.events.invites import InviteLinkCreated, InviteLinkUpdated, InviteLinkUsed
 from eventlog.events.preferences import FeedbackRecorded, SplashSeen
 from eventlog.events.privacy import PersonalDataErased
 from eventlog.events.projects import (
@@ -153,6 +154,10 @@ DomainEvent: TypeAlias = (
     | FeatureDeleted
     | SplashSeen
     | FeedbackRecorded
+    | ApiTokenExpiryChanged
+    | InviteLinkCreated
+    | InviteLinkUpdated
+    | InviteLinkUsed
 )
 
 EVENT_TYPES: Final[dict[str, type[Event]]] = {cls.type_name(): cls for cls in get_args(DomainEvent)}

@@ -16,6 +16,7 @@ from projections import (
     favorites,
     feature_types,
     features,
+    invite_links,
     preferences,
     project_activity,
     projects,
@@ -70,6 +71,8 @@ PARTS: Final[dict[str, Part | None]] = {
     collaborators.FEATURE_COLLABORATORS.name: None,
     preferences.USER_SPLASHES.name: Part("account", "user_id", "splashes"),
     preferences.USER_FEEDBACK.name: Part("account", "user_id", "feedback"),
+    invite_links.INVITE_LINKS.name: Part("invite-link", "id", secret=("secret_hash",)),
+    invite_links.INVITE_LINK_USERS.name: Part("invite-link", "link_id", "users"),
 }
 # Secret columns of tables that are no entity's part, left out of state files all the same.
 SECRET: Final[dict[str, tuple[str, ...]]] = {accounts.SESSIONS.name: ("session_hash",)}

@@ -7,15 +7,21 @@ from typing import TYPE_CHECKING
 
 from service import auth
 from service.api_tokens import domain, queries
-from service.api_tokens.commands import CreateApiToken
+from service.api_tokens.commands import CreateApiToken, UpdateApiToken
 from service.api_tokens.responses import ApiToken, ApiTokenList
+from service.appkeys import POOL
 from service.http.answers import empty, json_response
 from service.http.past import reading
 from service.http.requests import actor, read_json, unit_of_work
 from service.http.routes import Route
+from service.projects import queries as project_queries
+from service.projects.domain import project_missing
 
 if TYPE_CHECKING:
+    import asyncpg
     from aiohttp import web
+
+    from eventlog.connections import Conn
 
 
 async def list_api_tokens(request: web.Request) -> web.Response:
@@ -25,7 +31,10 @@ async def list_api_tokens(request: web.Request) -> web.Response:
 
 
 async def create_api_token(request: web.Request) -> web.Response:
-    cmd = await read_json(request, CreateApiToken)
+    return await _create(request, await read_json(request, CreateApiToken))
+
+
+async def _create(request: web.Request, cmd: CreateApiToken) -> web.Response:
     async with unit_of_work(request) as uow:
         known = await uow.conn.fetchrow(queries.KNOWN_SCOPES)
         assert known is not None  # a SELECT without FROM always has its row
@@ -57,6 +66,58 @@ async def delete_api_token(request: web.Request) -> web.Response:
     return empty()
 
 
+async def tokens_named(request: web.Request) -> web.Response:
+    """Unleash's `GET /api/admin/api-tokens/{name}`: the tokens with that name (none: [])."""
+    async with reading(request) as conn:
+        rows = await conn.fetch(queries.BY_NAME, request.match_info["name"])
+    return json_response(ApiTokenList(tokens=[ApiToken.from_row(r) for r in rows]))
+
+
+async def change_expiry(request: web.Request) -> web.Response:
+    """By the secret itself, as Unleash names the token."""
+    cmd = await read_json(request, UpdateApiToken)
+    secret_hash = auth.hash_secret(request.match_info["token"])
+    async with unit_of_work(request) as uow:
+        row = await uow.conn.fetchrow(queries.LOCK_TOKEN_BY_HASH, secret_hash)
+        token = None if row is None else (row["id"], row["token_name"])
+        event = domain.change_expiry(token, cmd.expires_at, datetime.now(UTC))
+        await uow.append(domain.stream(event.token_id), [event], actor(request))
+    return empty(200)
+
+
+async def _project_exists(conn: Conn | asyncpg.Pool, project: str) -> None:
+    if not await conn.fetchval(project_queries.PROJECT_EXISTS, project):
+        raise project_missing(project)
+
+
+async def project_tokens(request: web.Request) -> web.Response:
+    project = request.match_info["projectId"]
+    async with reading(request) as conn:
+        await _project_exists(conn, project)
+        rows = await conn.fetch(queries.OF_PROJECT, project)
+    return json_response(ApiTokenList(tokens=[ApiToken.from_row(r) for r in rows]))
+
+
+async def create_project_token(request: web.Request) -> web.Response:
+    project = request.match_info["projectId"]
+    cmd = await read_json(request, CreateApiToken)
+    await _project_exists(request.app[POOL], project)
+    return await _create(request, domain.project_token_command(cmd, project))
+
+
+async def delete_project_token(request: web.Request) -> web.Response:
+    project = request.match_info["projectId"]
+    secret_hash = auth.hash_secret(request.match_info["token"])
+    async with unit_of_work(request) as uow:
+        await _project_exists(uow.conn, project)
+        row = await uow.conn.fetchrow(queries.LOCK_PROJECT_TOKEN, secret_hash)
+        token = None if row is None else (row["id"], row["token_name"], list(row["projects"]))
+        event = domain.delete_project_token(token, project)
+        await uow.append(domain.stream(event.token_id), [event], actor(request))
+    return empty(200)
+
+
+PROJECT_TOKENS = "/api/admin/projects/{projectId}/api-tokens"
 ROUTES = [
     Route(
         "GET",
@@ -75,4 +136,22 @@ ROUTES = [
         ok={201: ApiToken},
     ),
     Route("DELETE", "/api/admin/api-tokens/{id}", delete_api_token, auth.ADMIN),
+    Route("GET", "/api/admin/api-tokens/{name}", tokens_named, auth.ADMIN, ok={200: ApiTokenList}),
+    Route(
+        "PUT",
+        "/api/admin/api-tokens/{token}",
+        change_expiry,
+        auth.ADMIN,
+        body=UpdateApiToken,
+    ),
+    Route("GET", PROJECT_TOKENS, project_tokens, auth.ADMIN, ok={200: ApiTokenList}, past=True),
+    Route(
+        "POST",
+        PROJECT_TOKENS,
+        create_project_token,
+        auth.ADMIN,
+        body=CreateApiToken,
+        ok={201: ApiToken},
+    ),
+    Route("DELETE", PROJECT_TOKENS + "/{token}", delete_project_token, auth.ADMIN),
 ]
