@@ -136,7 +136,14 @@ ROUTES = [
         ok={201: ApiToken},
     ),
     Route("DELETE", "/api/admin/api-tokens/{id}", delete_api_token, auth.ADMIN),
-    Route("GET", "/api/admin/api-tokens/{name}", tokens_named, auth.ADMIN, ok={200: ApiTokenList}),
+    Route(
+        "GET",
+        "/api/admin/api-tokens/{name}",
+        tokens_named,
+        auth.ADMIN,
+        ok={200: ApiTokenList},
+        past=True,
+    ),
     Route(
         "PUT",
         "/api/admin/api-tokens/{token}",
