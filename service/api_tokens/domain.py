@@ -149,6 +149,10 @@ def change_expiry(
     return ApiTokenExpiryChanged(token_id=token_id, token_name=name, expires_at=expires_at)
 
 
+def project_missing() -> NotFound:
+    return NotFound("No project found")  # Unleash's words
+
+
 def project_token_command(cmd: CreateApiToken, project: str) -> CreateApiToken:
     """A project's token is a client or frontend token of that project alone (Unleash's
     project token route): the project is the path's unless the body names the same one."""

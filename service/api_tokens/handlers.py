@@ -14,8 +14,6 @@ from service.http.answers import empty, json_response
 from service.http.past import reading
 from service.http.requests import actor, read_json, unit_of_work
 from service.http.routes import Route
-from service.projects import queries as project_queries
-from service.projects.domain import project_missing
 
 if TYPE_CHECKING:
     import asyncpg
@@ -86,8 +84,8 @@ async def change_expiry(request: web.Request) -> web.Response:
 
 
 async def _project_exists(conn: Conn | asyncpg.Pool, project: str) -> None:
-    if not await conn.fetchval(project_queries.PROJECT_EXISTS, project):
-        raise project_missing(project)
+    if not await conn.fetchval(queries.PROJECT_EXISTS, project):
+        raise domain.project_missing()
 
 
 async def project_tokens(request: web.Request) -> web.Response:

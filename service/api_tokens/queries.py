@@ -28,3 +28,4 @@ LOCK_PROJECT_TOKEN = """
 SELECT id, token_name, projects FROM api_tokens
 WHERE secret_hash = $1 AND type <> 'admin' FOR UPDATE
 """
+PROJECT_EXISTS = "SELECT EXISTS (SELECT 1 FROM projects WHERE id = $1 AND archived_at IS NULL)"
