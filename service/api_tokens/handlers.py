@@ -10,6 +10,7 @@ from service.api_tokens import domain, queries
 from service.api_tokens.commands import CreateApiToken, UpdateApiToken
 from service.api_tokens.responses import ApiToken, ApiTokenList
 from service.appkeys import POOL
+from service.errors import Conflict
 from service.http.answers import empty, json_response
 from service.http.past import reading
 from service.http.requests import actor, read_json, unit_of_work
@@ -52,16 +53,36 @@ async def _create(request: web.Request, cmd: CreateApiToken) -> web.Response:
 
 
 async def delete_api_token(request: web.Request) -> web.Response:
-    """By id, or, as Unleash clients do, by the secret itself (found by its hash)."""
+    """By id, or, as Unleash clients do, by the secret itself (found by its hash), or by the
+    masked secret the list shows, which Unleash's web UI sends (when it names one token)."""
     key = request.match_info["id"]
     async with unit_of_work(request) as uow:
         if key.isascii() and key.isdigit() and len(key) <= 18:
             row = await uow.conn.fetchrow(queries.LOCK_TOKEN, int(key))
         else:
-            row = await uow.conn.fetchrow(queries.LOCK_TOKEN_BY_HASH, auth.hash_secret(key))
+            row = await _by_secret_or_hint(
+                uow.conn, key, queries.LOCK_TOKEN_BY_HASH, queries.LOCK_TOKEN
+            )
         event = domain.delete_api_token(None if row is None else (row["id"], row["token_name"]))
         await uow.append(domain.stream(event.token_id), [event], actor(request))
     return empty()
+
+
+async def _by_secret_or_hint(
+    conn: Conn, key: str, by_hash: str, by_id: str
+) -> asyncpg.Record | None:
+    """The token (locked) a secret names, or a masked hint when it is one token's alone: the
+    list shows only hints, and the UI names the token it deletes by what the list showed."""
+    if not key.endswith(auth.HINT_MASK):
+        row: asyncpg.Record | None = await conn.fetchrow(by_hash, auth.hash_secret(key))
+        return row
+    rows = await conn.fetch(queries.LOCK_TOKENS_BY_HINT, key)
+    if len(rows) > 1:
+        raise Conflict("Several API tokens show this masked secret: name the token by its id")
+    if not rows:
+        return None
+    found: asyncpg.Record | None = await conn.fetchrow(by_id, rows[0]["id"])
+    return found
 
 
 async def tokens_named(request: web.Request) -> web.Response:
@@ -105,10 +126,14 @@ async def create_project_token(request: web.Request) -> web.Response:
 
 async def delete_project_token(request: web.Request) -> web.Response:
     project = request.match_info["projectId"]
-    secret_hash = auth.hash_secret(request.match_info["token"])
     async with unit_of_work(request) as uow:
         await _project_exists(uow.conn, project)
-        row = await uow.conn.fetchrow(queries.LOCK_PROJECT_TOKEN, secret_hash)
+        row = await _by_secret_or_hint(
+            uow.conn,
+            request.match_info["token"],
+            queries.LOCK_PROJECT_TOKEN,
+            queries.LOCK_PROJECT_TOKEN_BY_ID,
+        )
         token = None if row is None else (row["id"], row["token_name"], list(row["projects"]))
         event = domain.delete_project_token(token, project)
         await uow.append(domain.stream(event.token_id), [event], actor(request))
@@ -133,7 +158,7 @@ ROUTES = [
         body=CreateApiToken,
         ok={201: ApiToken},
     ),
-    Route("DELETE", "/api/admin/api-tokens/{id}", delete_api_token, auth.ADMIN),
+    Route("DELETE", "/api/admin/api-tokens/{id}", delete_api_token, auth.ADMIN, errors=(Conflict,)),
     Route(
         "GET",
         "/api/admin/api-tokens/{name}",
@@ -158,5 +183,11 @@ ROUTES = [
         body=CreateApiToken,
         ok={201: ApiToken},
     ),
-    Route("DELETE", PROJECT_TOKENS + "/{token}", delete_project_token, auth.ADMIN),
+    Route(
+        "DELETE",
+        PROJECT_TOKENS + "/{token}",
+        delete_project_token,
+        auth.ADMIN,
+        errors=(Conflict,),
+    ),
 ]

@@ -29,3 +29,7 @@ SELECT id, token_name, projects FROM api_tokens
 WHERE secret_hash = $1 AND type <> 'admin' FOR UPDATE
 """
 PROJECT_EXISTS = "SELECT EXISTS (SELECT 1 FROM projects WHERE id = $1 AND archived_at IS NULL)"
+LOCK_TOKENS_BY_HINT = "SELECT id FROM api_tokens WHERE secret_hint = $1 FOR UPDATE"
+LOCK_PROJECT_TOKEN_BY_ID = """
+SELECT id, token_name, projects FROM api_tokens WHERE id = $1 AND type <> 'admin' FOR UPDATE
+"""

@@ -102,3 +102,27 @@ async def test_a_token_of_several_projects_is_not_deleted_through_one(
     resp = await client.delete(f"{PROJECT}/{token['secret']}", headers=ADMIN)
     await error(resp, 400, "ValidationError")
     assert await event_count(app, "ApiTokenDeleted") == 0
+
+
+async def test_deleted_by_the_masked_secret_the_list_shows(
+    client: Client, app: web.Application
+) -> None:
+    """Unleash's web UI deletes a token by the `secret` the list gave: here its masked hint,
+    taken when it names one token alone."""
+    token = await api_token(client, name="shown")
+    (listed,) = (await ok(await client.get(f"{TOKENS}/shown", headers=ADMIN)))["tokens"]
+    assert listed["secret"].endswith("********")
+    assert (await client.delete(f"{TOKENS}/{listed['secret']}", headers=ADMIN)).status == 200
+    assert await event_count(app, "ApiTokenDeleted") == 1
+    resp = await client.get("/api/client/features", headers={"Authorization": token["secret"]})
+    assert resp.status == 401
+    resp = await client.delete(f"{TOKENS}/{listed['secret']}", headers=ADMIN)
+    await error(resp, 404, "NotFoundError")
+    # An admin secret a person chose shows no characters: several share one hint.
+    async with app[POOL].acquire() as conn:
+        await conn.execute("UPDATE api_tokens SET secret_hint = 'same********'")
+    await api_token(client, name="a")
+    await api_token(client, name="b")
+    async with app[POOL].acquire() as conn:
+        await conn.execute("UPDATE api_tokens SET secret_hint = 'same********'")
+    await error(await client.delete(f"{TOKENS}/same********", headers=ADMIN), 409, "ConflictError")
