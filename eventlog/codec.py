@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, get_args
 import msgspec
 
 from eventlog.events import features, users
-from eventlog.events.api_tokens import ApiTokenCreated, ApiTokenDeleted
+from eventlog.events.api_tokens import ApiTokenCreated, ApiTokenDeleted, ApiTokenExpiryChanged
 from eventlog.events.base import Declared, Event, Metadata, Upcasters
 from eventlog.events.context_fields import (
     ContextFieldCreated,
@@ -54,6 +54,7 @@ from eventlog.events.flag_extras import (
     FeatureLinkUpdated,
     FeatureUncompleted,
 )
+from eventlog.events.invites import InviteLinkCreated, InviteLinkUpdated, InviteLinkUsed
 from eventlog.events.preferences import FeedbackRecorded, SplashSeen
 from eventlog.events.privacy import PersonalDataErased
 from eventlog.events.projects import (
@@ -180,6 +181,10 @@ DomainEvent: TypeAlias = (
     | FeatureLinkRemoved
     | FeatureCompleted
     | FeatureUncompleted
+    | ApiTokenExpiryChanged
+    | InviteLinkCreated
+    | InviteLinkUpdated
+    | InviteLinkUsed
 )
 
 EVENT_TYPES: Final[dict[str, type[Event]]] = {cls.type_name(): cls for cls in get_args(DomainEvent)}

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from eventlog.events.api_tokens import ApiTokenCreated, ApiTokenDeleted
+from eventlog.events.api_tokens import ApiTokenCreated, ApiTokenDeleted, ApiTokenExpiryChanged
 from projections.base import Projection
-from projections.writes import Delete, Insert, Table, Write
+from projections.writes import Delete, Insert, Table, Update, Write
 
 if TYPE_CHECKING:
     from eventlog.codec import RecordedEvent
@@ -31,6 +31,8 @@ def writes(recorded: RecordedEvent) -> list[Write]:
             return [Insert(API_TOKENS, row)]
         case ApiTokenDeleted() as e:
             return [Delete(API_TOKENS, {"id": e.token_id})]
+        case ApiTokenExpiryChanged() as e:
+            return [Update(API_TOKENS, {"id": e.token_id}, {"expires_at": e.expires_at})]
         case _:
             return []
 
@@ -40,5 +42,5 @@ PROJECTION = Projection(
     mode="inline",
     tables=(API_TOKENS,),
     writes=writes,
-    handles=frozenset({ApiTokenCreated, ApiTokenDeleted}),
+    handles=frozenset({ApiTokenCreated, ApiTokenDeleted, ApiTokenExpiryChanged}),
 )

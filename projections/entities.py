@@ -17,6 +17,7 @@ from projections import (
     feature_types,
     features,
     flag_extras,
+    invite_links,
     preferences,
     project_activity,
     projects,
@@ -76,6 +77,8 @@ PARTS: Final[dict[str, Part | None]] = {
     # Which versions of a flag's stream first enabled it where: what its lifecycle's times are
     # read from, not its state (the enablings show in `environments`).
     flag_extras.FEATURE_FIRST_ENABLED.name: None,
+    invite_links.INVITE_LINKS.name: Part("invite-link", "id", secret=("secret_hash",)),
+    invite_links.INVITE_LINK_USERS.name: Part("invite-link", "link_id", "users"),
 }
 # Secret columns of tables that are no entity's part, left out of state files all the same.
 SECRET: Final[dict[str, tuple[str, ...]]] = {accounts.SESSIONS.name: ("session_hash",)}

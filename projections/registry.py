@@ -15,6 +15,7 @@ from projections import (
     feature_types,
     features,
     flag_extras,
+    invite_links,
     preferences,
     project_activity,
     projects,
@@ -43,6 +44,7 @@ INLINE: tuple[Projection, ...] = (
     collaborators.PROJECTION,
     preferences.PROJECTION,
     flag_extras.PROJECTION,
+    invite_links.PROJECTION,
 )
 ASYNC: tuple[Projection, ...] = (activity.PROJECTION, project_activity.PROJECTION)
 ALL: tuple[Projection, ...] = INLINE + ASYNC
@@ -85,6 +87,7 @@ GROUPS: tuple[Group, ...] = (
             favorites.PROJECTION,
             search.PROJECTION,
             preferences.PROJECTION,
+            invite_links.PROJECTION,
         )
     ),
     # The flags' collaborators read the envelope (who) of flags' events, as the counts do.

@@ -56,6 +56,7 @@ from service.http.answers import json_response
 from service.http.middlewares import MIDDLEWARES
 from service.http.requests import BODY_LIMIT, expect
 from service.http.routes import Content, EventStream, Route
+from service.invites import handlers as invites
 from service.lifecycle import Lifecycle
 from service.metrics import METRICS, Metrics, prometheus
 from service.privacy import erasure
@@ -147,6 +148,7 @@ ROUTES: list[Route] = [
     *tokens.ROUTES,
     *service_accounts.ROUTES,
     *api_tokens.ROUTES,
+    *invites.ROUTES,
     *projects.ROUTES,
     *flags.ROUTES,
     *flag_extras.ROUTES,

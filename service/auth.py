@@ -159,6 +159,7 @@ def hash_secret(secret: str) -> str:
 
 
 HINT_REVEALS_FROM = 32  # and only long ones show their first 4 characters
+HINT_MASK: Final = "*" * 8  # how every hint ends
 
 
 def secret_hint(secret: str, *, reveal: bool = True) -> str:
@@ -172,7 +173,7 @@ def secret_hint(secret: str, *, reveal: bool = True) -> str:
     separator = "." if "." in secret else ":"
     scope, _, rest = secret.partition(separator)
     shown = rest[:4] if reveal and len(rest) >= HINT_REVEALS_FROM else ""
-    return f"{scope}{separator}{shown}{'*' * 8}"
+    return f"{scope}{separator}{shown}{HINT_MASK}"
 
 
 def new_secret() -> str:

@@ -83,6 +83,10 @@ CREATE FUNCTION public.event_kind(p_type text, p_data jsonb) RETURNS text
         WHEN 'DefaultStrategySet' THEN 'default-strategy-updated'
         WHEN 'ApiTokenCreated' THEN 'api-token-created'
         WHEN 'ApiTokenDeleted' THEN 'api-token-deleted'
+        WHEN 'ApiTokenExpiryChanged' THEN 'api-token-updated'
+        WHEN 'InviteLinkCreated' THEN 'public-signup-token-created'
+        WHEN 'InviteLinkUpdated' THEN 'public-signup-token-updated'
+        WHEN 'InviteLinkUsed' THEN 'public-signup-token-user-added'
         WHEN 'UserCreated' THEN 'user-created'
         WHEN 'UserUpdated' THEN 'user-updated'
         WHEN 'UserDeleted' THEN 'user-deleted'
@@ -529,6 +533,14 @@ CREATE TABLE public.events (
     CONSTRAINT events_stream_version_check CHECK ((stream_version >= 1))
 );
 
+-- Name: invite_link_ids; Type: SEQUENCE; Schema: public
+CREATE SEQUENCE public.invite_link_ids
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
 -- Name: log_head; Type: TABLE; Schema: public
 CREATE TABLE public.log_head (
     id smallint NOT NULL,
@@ -753,6 +765,26 @@ CREATE TABLE readmodel.features (
     archived_at timestamp with time zone,
     lifecycle_stage text NOT NULL,
     lifecycle_entered_at timestamp with time zone NOT NULL
+);
+
+-- Name: invite_link_users; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.invite_link_users (
+    link_id bigint NOT NULL,
+    user_id bigint NOT NULL
+);
+
+-- Name: invite_links; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.invite_links (
+    id bigint NOT NULL,
+    secret_hash text NOT NULL,
+    secret_hint text NOT NULL,
+    name text NOT NULL,
+    root_role integer NOT NULL,
+    enabled boolean NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    created_by_id bigint,
+    created_by_name text
 );
 
 -- Name: personal_access_tokens; Type: TABLE; Schema: readmodel
@@ -1154,6 +1186,18 @@ ALTER TABLE ONLY readmodel.feature_types
 -- Name: features features_pkey; Type: CONSTRAINT; Schema: readmodel
 ALTER TABLE ONLY readmodel.features
     ADD CONSTRAINT features_pkey PRIMARY KEY (name);
+
+-- Name: invite_link_users invite_link_users_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.invite_link_users
+    ADD CONSTRAINT invite_link_users_pkey PRIMARY KEY (link_id, user_id);
+
+-- Name: invite_links invite_links_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.invite_links
+    ADD CONSTRAINT invite_links_pkey PRIMARY KEY (id);
+
+-- Name: invite_links invite_links_secret_hash_key; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.invite_links
+    ADD CONSTRAINT invite_links_secret_hash_key UNIQUE (secret_hash);
 
 -- Name: personal_access_tokens personal_access_tokens_pkey; Type: CONSTRAINT; Schema: readmodel
 ALTER TABLE ONLY readmodel.personal_access_tokens

@@ -38,3 +38,14 @@ class ApiTokenDeleted(Event, frozen=True, kw_only=True, tag="ApiTokenDeleted"):
 
     token_id: int
     token_name: str
+
+
+class ApiTokenExpiryChanged(Event, frozen=True, kw_only=True, tag="ApiTokenExpiryChanged"):
+    """An API token's expiry was set (`PUT /api/admin/api-tokens/{token}`); it stops
+    authenticating from then on."""
+
+    not_personal: ClassVar[tuple[str, ...]] = ("token_name",)
+
+    token_id: int
+    token_name: str
+    expires_at: datetime

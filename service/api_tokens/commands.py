@@ -29,3 +29,10 @@ class CreateApiToken(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     project: Scope | None = None
     projects: Annotated[list[Scope], msgspec.Meta(max_length=100)] | None = None
     expires_at: AwareDatetime | None = None
+
+
+class UpdateApiToken(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """Unleash's apiTokenUpdateSchema: the token's new expiry."""
+
+    example: ClassVar[dict[str, object]] = {"expiresAt": "2030-01-01T00:00:00Z"}
+    expires_at: AwareDatetime

@@ -5,7 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Literal, cast
 
-from eventlog.events.api_tokens import ApiTokenCreated, ApiTokenDeleted
+import msgspec
+
+from eventlog.events.api_tokens import ApiTokenCreated, ApiTokenDeleted, ApiTokenExpiryChanged
 from service.auth import hash_secret, secret_hint
 from service.errors import NotFound, ValidationError
 from service.names import validate_name
@@ -131,4 +133,44 @@ def delete_api_token(token: tuple[int, str] | None) -> ApiTokenDeleted:
     if token is None:
         raise NotFound("No API token found")
     token_id, name = token
+    return ApiTokenDeleted(token_id=token_id, token_name=name)
+
+
+def change_expiry(
+    token: tuple[int, str] | None, expires_at: datetime, now: datetime
+) -> ApiTokenExpiryChanged:
+    """`PUT /api/admin/api-tokens/{token}`. token: (id, name), locked; None: no such. An expiry
+    in the past is allowed, as in Unleash: the token stops authenticating at once."""
+    if token is None:
+        raise NotFound("No API token found")
+    if expires_at - now > MAX_LIFETIME:
+        raise ValidationError("expiresAt must be within 100 years - at `$.expiresAt`")
+    token_id, name = token
+    return ApiTokenExpiryChanged(token_id=token_id, token_name=name, expires_at=expires_at)
+
+
+def project_missing() -> NotFound:
+    return NotFound("No project found")  # Unleash's words
+
+
+def project_token_command(cmd: CreateApiToken, project: str) -> CreateApiToken:
+    """A project's token is a client or frontend token of that project alone (Unleash's
+    project token route): the project is the path's unless the body names the same one."""
+    if cmd.type.lower() == "admin":
+        raise ValidationError("Project level tokens can not be admin tokens - at `$.type`")
+    wanted = cmd.projects or ([cmd.project] if cmd.project else [project])
+    if wanted != [project]:
+        raise ValidationError(
+            "Project level tokens can only be created for one project - at `$.projects`"
+        )
+    return msgspec.structs.replace(cmd, project=None, projects=[project])
+
+
+def delete_project_token(token: tuple[int, str, list[str]] | None, project: str) -> ApiTokenDeleted:
+    """token: (id, name, projects) of a client or frontend token of the project, locked."""
+    if token is None or project not in token[2]:
+        raise NotFound("No API token found")
+    token_id, name, projects = token
+    if projects != [project]:
+        raise ValidationError("The token belongs to other projects too; delete it as an admin")
     return ApiTokenDeleted(token_id=token_id, token_name=name)

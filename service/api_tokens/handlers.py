@@ -7,15 +7,20 @@ from typing import TYPE_CHECKING
 
 from service import auth
 from service.api_tokens import domain, queries
-from service.api_tokens.commands import CreateApiToken
+from service.api_tokens.commands import CreateApiToken, UpdateApiToken
 from service.api_tokens.responses import ApiToken, ApiTokenList
+from service.appkeys import POOL
+from service.errors import Conflict
 from service.http.answers import empty, json_response
 from service.http.past import reading
 from service.http.requests import actor, read_json, unit_of_work
 from service.http.routes import Route
 
 if TYPE_CHECKING:
+    import asyncpg
     from aiohttp import web
+
+    from eventlog.connections import Conn
 
 
 async def list_api_tokens(request: web.Request) -> web.Response:
@@ -25,7 +30,10 @@ async def list_api_tokens(request: web.Request) -> web.Response:
 
 
 async def create_api_token(request: web.Request) -> web.Response:
-    cmd = await read_json(request, CreateApiToken)
+    return await _create(request, await read_json(request, CreateApiToken))
+
+
+async def _create(request: web.Request, cmd: CreateApiToken) -> web.Response:
     async with unit_of_work(request) as uow:
         known = await uow.conn.fetchrow(queries.KNOWN_SCOPES)
         assert known is not None  # a SELECT without FROM always has its row
@@ -45,18 +53,94 @@ async def create_api_token(request: web.Request) -> web.Response:
 
 
 async def delete_api_token(request: web.Request) -> web.Response:
-    """By id, or, as Unleash clients do, by the secret itself (found by its hash)."""
+    """By id, or, as Unleash clients do, by the secret itself (found by its hash), or by the
+    masked secret the list shows, which Unleash's web UI sends (when it names one token)."""
     key = request.match_info["id"]
     async with unit_of_work(request) as uow:
         if key.isascii() and key.isdigit() and len(key) <= 18:
             row = await uow.conn.fetchrow(queries.LOCK_TOKEN, int(key))
         else:
-            row = await uow.conn.fetchrow(queries.LOCK_TOKEN_BY_HASH, auth.hash_secret(key))
+            row = await _by_secret_or_hint(
+                uow.conn, key, queries.LOCK_TOKEN_BY_HASH, queries.LOCK_TOKEN
+            )
         event = domain.delete_api_token(None if row is None else (row["id"], row["token_name"]))
         await uow.append(domain.stream(event.token_id), [event], actor(request))
     return empty()
 
 
+async def _by_secret_or_hint(
+    conn: Conn, key: str, by_hash: str, by_id: str
+) -> asyncpg.Record | None:
+    """The token (locked) a secret names, or a masked hint when it is one token's alone: the
+    list shows only hints, and the UI names the token it deletes by what the list showed."""
+    if not key.endswith(auth.HINT_MASK):
+        row: asyncpg.Record | None = await conn.fetchrow(by_hash, auth.hash_secret(key))
+        return row
+    rows = await conn.fetch(queries.LOCK_TOKENS_BY_HINT, key)
+    if len(rows) > 1:
+        raise Conflict("Several API tokens show this masked secret: name the token by its id")
+    if not rows:
+        return None
+    found: asyncpg.Record | None = await conn.fetchrow(by_id, rows[0]["id"])
+    return found
+
+
+async def tokens_named(request: web.Request) -> web.Response:
+    """Unleash's `GET /api/admin/api-tokens/{name}`: the tokens with that name (none: [])."""
+    async with reading(request) as conn:
+        rows = await conn.fetch(queries.BY_NAME, request.match_info["name"])
+    return json_response(ApiTokenList(tokens=[ApiToken.from_row(r) for r in rows]))
+
+
+async def change_expiry(request: web.Request) -> web.Response:
+    """By the secret itself, as Unleash names the token."""
+    cmd = await read_json(request, UpdateApiToken)
+    secret_hash = auth.hash_secret(request.match_info["token"])
+    async with unit_of_work(request) as uow:
+        row = await uow.conn.fetchrow(queries.LOCK_TOKEN_BY_HASH, secret_hash)
+        token = None if row is None else (row["id"], row["token_name"])
+        event = domain.change_expiry(token, cmd.expires_at, datetime.now(UTC))
+        await uow.append(domain.stream(event.token_id), [event], actor(request))
+    return empty(200)
+
+
+async def _project_exists(conn: Conn | asyncpg.Pool, project: str) -> None:
+    if not await conn.fetchval(queries.PROJECT_EXISTS, project):
+        raise domain.project_missing()
+
+
+async def project_tokens(request: web.Request) -> web.Response:
+    project = request.match_info["projectId"]
+    async with reading(request) as conn:
+        await _project_exists(conn, project)
+        rows = await conn.fetch(queries.OF_PROJECT, project)
+    return json_response(ApiTokenList(tokens=[ApiToken.from_row(r) for r in rows]))
+
+
+async def create_project_token(request: web.Request) -> web.Response:
+    project = request.match_info["projectId"]
+    cmd = await read_json(request, CreateApiToken)
+    await _project_exists(request.app[POOL], project)
+    return await _create(request, domain.project_token_command(cmd, project))
+
+
+async def delete_project_token(request: web.Request) -> web.Response:
+    project = request.match_info["projectId"]
+    async with unit_of_work(request) as uow:
+        await _project_exists(uow.conn, project)
+        row = await _by_secret_or_hint(
+            uow.conn,
+            request.match_info["token"],
+            queries.LOCK_PROJECT_TOKEN,
+            queries.LOCK_PROJECT_TOKEN_BY_ID,
+        )
+        token = None if row is None else (row["id"], row["token_name"], list(row["projects"]))
+        event = domain.delete_project_token(token, project)
+        await uow.append(domain.stream(event.token_id), [event], actor(request))
+    return empty(200)
+
+
+PROJECT_TOKENS = "/api/admin/projects/{projectId}/api-tokens"
 ROUTES = [
     Route(
         "GET",
@@ -74,5 +158,36 @@ ROUTES = [
         body=CreateApiToken,
         ok={201: ApiToken},
     ),
-    Route("DELETE", "/api/admin/api-tokens/{id}", delete_api_token, auth.ADMIN),
+    Route("DELETE", "/api/admin/api-tokens/{id}", delete_api_token, auth.ADMIN, errors=(Conflict,)),
+    Route(
+        "GET",
+        "/api/admin/api-tokens/{name}",
+        tokens_named,
+        auth.ADMIN,
+        ok={200: ApiTokenList},
+        past=True,
+    ),
+    Route(
+        "PUT",
+        "/api/admin/api-tokens/{token}",
+        change_expiry,
+        auth.ADMIN,
+        body=UpdateApiToken,
+    ),
+    Route("GET", PROJECT_TOKENS, project_tokens, auth.ADMIN, ok={200: ApiTokenList}, past=True),
+    Route(
+        "POST",
+        PROJECT_TOKENS,
+        create_project_token,
+        auth.ADMIN,
+        body=CreateApiToken,
+        ok={201: ApiToken},
+    ),
+    Route(
+        "DELETE",
+        PROJECT_TOKENS + "/{token}",
+        delete_project_token,
+        auth.ADMIN,
+        errors=(Conflict,),
+    ),
 ]

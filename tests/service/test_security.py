@@ -86,6 +86,17 @@ ROUTE_PERMISSIONS = [
     ("GET", "/api/admin/api-tokens", "ADMIN"),
     ("POST", "/api/admin/api-tokens", "ADMIN"),
     ("DELETE", "/api/admin/api-tokens/{id}", "ADMIN"),
+    ("GET", "/api/admin/api-tokens/{name}", "ADMIN"),
+    ("PUT", "/api/admin/api-tokens/{token}", "ADMIN"),
+    ("GET", "/api/admin/projects/{projectId}/api-tokens", "ADMIN"),
+    ("POST", "/api/admin/projects/{projectId}/api-tokens", "ADMIN"),
+    ("DELETE", "/api/admin/projects/{projectId}/api-tokens/{token}", "ADMIN"),
+    ("GET", "/api/admin/invite-link/tokens", "ADMIN"),
+    ("POST", "/api/admin/invite-link/tokens", "ADMIN"),
+    ("GET", "/api/admin/invite-link/tokens/{token}", "ADMIN"),
+    ("PUT", "/api/admin/invite-link/tokens/{token}", "ADMIN"),
+    ("GET", "/invite/{token}/validate", "PUBLIC"),
+    ("POST", "/invite/{token}/signup", "PUBLIC"),
     ("GET", "/api/admin/projects", "READ"),
     ("POST", "/api/admin/projects", "CREATE_PROJECT"),
     ("GET", "/api/admin/projects/{projectId}", "READ"),
@@ -353,9 +364,12 @@ async def test_public_routes_run_without_credentials(client: Client) -> None:
             continue
         body = {"username": "nobody", "password": "Wr0ng!Passw0rd#1"}
         path = template.replace("{asset}", "swagger-ui.css").replace("{file}", UI_ASSET)
+        path = path.replace("{token}", "unknown")
         resp = await client.request(method, path, json=body, allow_redirects=False)
         if template == "/auth/simple/login":  # the route itself ran and refused the password
             assert (await resp.json())["name"] == "PasswordMismatch"
+        elif template.startswith("/invite/"):  # the route itself ran: no such invite link
+            assert (resp.status, (await resp.json())["name"]) == (400, "ValidationError")
         else:
             assert resp.status in {200, 302}, (method, template, resp.status)
 

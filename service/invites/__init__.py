@@ -1,0 +1,2 @@
+"""Invite links (Unleash's public signup tokens): made by admins, used by new people to sign
+up on the public routes `/invite/{token}/...`."""
