@@ -123,9 +123,18 @@ def combine(context: ContextFields) -> list[dict[str, Any]]:
     names = [k for k, v in context.items() if isinstance(v, str)]
     choices = [str(context[k]).split(",") for k in names]
     fixed = {k: v for k, v in context.items() if not isinstance(v, str)}
+    # appName goes last in each combination, as Unleash's cleanContext puts it (the UI's
+    # columns follow the order of the fields).
     return [
-        {**dict(zip(names, values, strict=True)), **fixed} for values in itertools.product(*choices)
+        _app_name_last({**dict(zip(names, values, strict=True)), **fixed})
+        for values in itertools.product(*choices)
     ]
+
+
+def _app_name_last(context: dict[str, Any]) -> dict[str, Any]:
+    if "appName" in context:
+        context["appName"] = context.pop("appName")
+    return context
 
 
 def _in_environment(
