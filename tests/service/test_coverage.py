@@ -65,8 +65,6 @@ OUT_OF_SCOPE: dict[tuple[str, str], str] = {
     ("GET", "/api/admin/metrics/applications/{}/overview"): _ISSUE_43,
     ("GET", "/api/admin/metrics/instances/{}/environment/{}"): _ISSUE_43,
     ("GET", "/api/admin/metrics/sdks/outdated"): _ISSUE_43,
-    ("POST", "/api/admin/playground"): _ISSUE_43,
-    ("POST", "/api/admin/playground/advanced"): _ISSUE_43,
     ("GET", "/api/admin/projects/{}/api-tokens"): _ISSUE_43,
     ("POST", "/api/admin/projects/{}/api-tokens"): _ISSUE_43,
     ("DELETE", "/api/admin/projects/{}/api-tokens/{}"): _ISSUE_43,
