@@ -573,11 +573,15 @@ def seed_search(side: Side) -> None:
 
 def seed_playground(side: Side) -> None:
     """The playground's project and its flags on one side: each a flexible rollout (50%)
-    constrained to a region, with two variants, on in development."""
+    with a constraint on userId (a field both sides know), with two variants, on in
+    development."""
     started = time.perf_counter()
     if side.name == "ours":
         project = {"id": PLAYGROUND_PROJECT, "name": "Bench playground"}
         call(side.base, side.admin, "POST", "/api/admin/projects", project)
+        path = f"/api/admin/projects/{PLAYGROUND_PROJECT}/environments"
+        with contextlib.suppress(urllib.error.HTTPError):  # 409: the project has it already
+            call(side.base, side.admin, "POST", path, {"environment": "development"})
     else:
         asyncio.run(sql(side.dsn, REFERENCE_SEARCH_PROJECT, PLAYGROUND_PROJECT))
     asyncio.run(
@@ -598,7 +602,7 @@ def seed_playground(side: Side) -> None:
     rollout = {
         "name": "flexibleRollout",
         "parameters": {"rollout": "50", "stickiness": "default", "groupId": "g"},
-        "constraints": [{"contextName": "region", "operator": "IN", "values": ["eu", "us"]}],
+        "constraints": [{"contextName": "userId", "operator": "NOT_IN", "values": ["blocked"]}],
         "variants": variants,
     }
     for i in range(PLAYGROUND_FLAGS):
