@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import functools
+import itertools
 import json
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -39,6 +40,8 @@ from service.client.responses import (
     Strategy,
     StrategyVariant,
 )
+from service.frontend.context import Context
+from service.frontend.engine import Reads
 from service.playground.responses import (
     FeatureVariant,
     PlaygroundConstraint,
@@ -62,6 +65,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger()
 
 MOST_SCOPES: Final = 16  # engines kept (environment and projects asked about lately)
+MOST_ANSWERS: Final = 2_000  # answers to repeatable contexts kept (all engines together)
 # The strategy types the engine evaluates (applicationHostname reads the host the SDK runs
 # on, which the playground has not: Unleash shows it as unknown).
 KNOWN_STRATEGIES: Final = frozenset(
@@ -99,6 +103,7 @@ class _Answer(msgspec.Struct, frozen=True):
 
 _answer = msgspec.json.Decoder(_Answer)
 _encoder = msgspec.json.Encoder()
+_serials = itertools.count()
 
 
 class EngineError(RuntimeError):
@@ -234,8 +239,11 @@ class Explainer:
         flags: list[_FlagPlan],
         segments: dict[int, _SegmentPlan],
         revision: int,
+        reads: Reads,
     ) -> None:
         self.revision = revision
+        self.serial = next(_serials)  # names it among the answers kept (Explainers)
+        self.reads = reads
         self._engine = engine  # kept alive: it frees the engine's state when collected
         self._state = engine.state
         self._check, self._free = _functions(engine.lib._name)  # noqa: SLF001 - ctypes' own name
@@ -284,7 +292,13 @@ class Explainer:
         warnings = engine.take_state(state.decode())
         if warnings:
             log.warning("playground_engine_warnings", warnings=str(warnings)[:1000])
-        return cls(engine, flags, shown, revision)
+        reads = Reads()
+        for feature in real:
+            reads.strategies(feature.strategies)
+            reads.variants(feature.variants)
+        for segment in segments.values():
+            reads.constraints(segment.constraints)
+        return cls(engine, flags, shown, revision, reads)
 
     def _ask(self, key: bytes, encoded: bytes, custom: bytes = _NO_CUSTOM) -> _Variant:
         pointer = self._check(self._state, key, encoded, custom)
@@ -295,6 +309,15 @@ class Explainer:
         if answer.status_code != "Ok" or answer.value is None:
             raise EngineError(f"{key!r}: {answer.status_code} {answer.error_message}")
         return answer.value
+
+    def repeatable(self, context: Mapping[str, Any]) -> bool:
+        """Whether this engine answers the context the same each time: nothing random, no
+        clock but the context's, every stickiness field given, and a user or a session for
+        the default stickiness (without either the engine draws at random)."""
+        root = {k: v for k, v in context.items() if k != "properties"}
+        return ("userId" in root or "sessionId" in root) and self.reads.repeatable(
+            Context(root=root, properties=context.get("properties", {}))
+        )
 
     def evaluate(self, context: Mapping[str, Any]) -> list[PlaygroundFeature]:
         """Every flag's answer for the context (the engine's form: root fields and
@@ -372,8 +395,11 @@ class Explainer:
             )
         else:
             variant = None if plan.variant is None else self._ask(plan.variant, encoded)
+            # A constraint or a segment that fails fails the strategy: the engine need not
+            # be asked.
+            met = all(c.result for c in constraints) and all(s.result for s in shown)
             result = StrategyResult(
-                enabled=self._ask(plan.own, encoded).feature_enabled,
+                enabled=met and self._ask(plan.own, encoded).feature_enabled,
                 evaluation_status="complete",
                 variant=None
                 if variant is None
@@ -472,9 +498,30 @@ class Explainers:
     built once however many requests ask at once (the rows read, then the engine made in a
     thread)."""
 
-    def __init__(self, most: int = MOST_SCOPES) -> None:
+    def __init__(self, most: int = MOST_SCOPES, most_answers: int = MOST_ANSWERS) -> None:
         self.most = most
+        self.most_answers = most_answers
         self._built: OrderedDict[Scope, tuple[int, asyncio.Task[Explainer]]] = OrderedDict()
+        self._answers: OrderedDict[tuple[int, bytes], list[PlaygroundFeature]] = OrderedDict()
+
+    def known(
+        self, explainer: Explainer, context: Mapping[str, Any]
+    ) -> list[PlaygroundFeature] | None:
+        """The answers kept for a repeatable context (by engine and context, until the flags
+        change), as the frontend API keeps its ETags; None when there are none."""
+        key = (explainer.serial, _encoder.encode(context))
+        found = self._answers.get(key)
+        if found is not None:
+            self._answers.move_to_end(key)
+        return found
+
+    def remember(
+        self, explainer: Explainer, context: Mapping[str, Any], answers: list[PlaygroundFeature]
+    ) -> None:
+        if explainer.repeatable(context):
+            self._answers[explainer.serial, _encoder.encode(context)] = answers
+            while len(self._answers) > self.most_answers:
+                self._answers.popitem(last=False)
 
     async def explainer(
         self,

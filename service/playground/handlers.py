@@ -57,7 +57,7 @@ async def evaluate_playground(request: web.Request) -> web.Response:
     cmd = await read_json(request, EvaluatePlayground)
     context = engine_context(cmd.context)
     explainer = await _explainer(request, cmd.projects, cmd.environment)
-    features = await _evaluate(explainer, [context])
+    features = await _evaluate(request, explainer, [context])
     return json_response(PlaygroundResponse(input=cmd, features=features[0]))
 
 
@@ -80,7 +80,7 @@ async def evaluate_advanced_playground(request: web.Request) -> web.Response:
         )
     by_flag: dict[str, AdvancedFeature] = {}
     for environment, explainer in zip(environments, explainers, strict=True):
-        evaluated = await _evaluate(explainer, contexts)
+        evaluated = await _evaluate(request, explainer, contexts)
         for combination, features in zip(combinations, evaluated, strict=True):
             for f in features:
                 found = by_flag.get(f.name)
@@ -155,14 +155,30 @@ def _in_environment(
 
 
 async def _evaluate(
-    explainer: Explainer, contexts: list[dict[str, Any]]
+    request: web.Request, explainer: Explainer, contexts: list[dict[str, Any]]
 ) -> list[list[PlaygroundFeature]]:
-    def run() -> list[list[PlaygroundFeature]]:
-        return [explainer.evaluate(c) for c in contexts]
+    """Each context's answers: kept ones, the others asked of the engine (in a thread for
+    many) and kept when the context is repeatable."""
+    engines = request.app[PLAYGROUND_ENGINES]
+    known = [engines.known(explainer, c) for c in contexts]
+    missing = [c for c, k in zip(contexts, known, strict=True) if k is None]
 
-    if len(explainer.flags) * len(contexts) < IN_THREAD_FROM:
-        return run()
-    return await asyncio.to_thread(run)
+    def run() -> list[list[PlaygroundFeature]]:
+        return [explainer.evaluate(c) for c in missing]
+
+    if len(explainer.flags) * len(missing) < IN_THREAD_FROM:
+        made = iter(run())
+    else:
+        made = iter(await asyncio.to_thread(run))
+    answers = []
+    for context, kept in zip(contexts, known, strict=True):
+        if kept is None:
+            fresh = next(made)
+            engines.remember(explainer, context, fresh)
+            answers.append(fresh)
+        else:
+            answers.append(kept)
+    return answers
 
 
 async def _explainer(

@@ -393,3 +393,13 @@ async def test_the_answers_are_the_python_sdks(
                 assert shown["feature_enabled"] is enabled
     finally:
         unleash.destroy()
+
+
+async def test_a_kept_answer_goes_when_the_flags_change(client: Client) -> None:
+    """The answers to a repeatable context are kept until the flags change."""
+    await rich_flags(client)
+    context = {"appName": APP, "userId": "vip-1", "sessionId": "s-1"}
+    assert by_name(await play(client, context))["checkout"]["isEnabled"] is True
+    assert by_name(await play(client, context))["checkout"]["isEnabled"] is True
+    await switch(client, "checkout", on=False)
+    assert by_name(await play(client, context))["checkout"]["isEnabled"] is False
