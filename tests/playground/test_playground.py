@@ -317,11 +317,12 @@ flags = st.lists(
 contexts = st.lists(
     st.fixed_dictionaries(
         {
+            # every stickiness field given: without one, SDK and playground draw at random
             "sessionId": st.text("abcdef0123", min_size=1, max_size=8),
             "remoteAddress": st.sampled_from(ADDRESSES),
+            "userId": st.sampled_from(USERS),
         },
         optional={
-            "userId": st.sampled_from(USERS),
             "properties": st.fixed_dictionaries(
                 {},
                 optional={
