@@ -59,6 +59,8 @@ from service.http.routes import Content, EventStream, Route
 from service.invites import handlers as invites
 from service.lifecycle import Lifecycle
 from service.metrics import METRICS, Metrics, prometheus
+from service.playground import handlers as playground
+from service.playground.engine import PLAYGROUND_ENGINES, Explainers
 from service.privacy import erasure
 from service.projects import handlers as projects
 from service.projects import overview
@@ -169,6 +171,7 @@ ROUTES: list[Route] = [
     *telemetry.ROUTES,
     *usage.ROUTES,
     *frontend.ROUTES,
+    *playground.ROUTES,
     *favorites.ROUTES,
     *overview.ROUTES,
     *dashboard.ROUTES,
@@ -207,6 +210,7 @@ def create_app(
     app[SIGN_IN_LIMITS] = SignInLimits.from_settings(settings)
     failures = app[FAILED_SIGN_INS] = FailedSignIns(work)
     app[FRONTEND_ENGINES] = Engines()
+    app[PLAYGROUND_ENGINES] = Explainers()
     app[deletions.DELETIONS] = deletions.deletions(app)
     app[search.RECORDS] = Records()
     app[flag_search.TOTALS] = Totals()

@@ -150,6 +150,15 @@ SEARCH_PATH = (
     "&favoritesFirst=true&sortBy=createdAt&sortOrder=desc"
 )
 SEARCH_PERSON = ("bench-person", "Bench-Pers0n!2026")  # ours: an Admin person
+# The playground's cell: a project of its own with this many flags, each with a rollout
+# constrained to some users and on in development, asked about for one context.
+PLAYGROUND_PROJECT = "bench-playground"
+PLAYGROUND_FLAGS = 100
+PLAYGROUND_BODY = {
+    "projects": [PLAYGROUND_PROJECT],
+    "environment": "development",
+    "context": {"appName": "bench", "userId": "user-7", "properties": {"region": "eu"}},
+}
 
 # Every cell's script: counts every answer's status per thread (response()), and in done()
 # adds them up with what request() handed out, and writes them after wrk's own report.
@@ -215,11 +224,20 @@ end
 """
 
 
+# One fixed body a request.
+POST_LUA = """
+function request()
+  handed = handed + 1
+  return wrk.format("POST", PATH, HEADERS, BODY)
+end
+"""
+
+
 @dataclass(frozen=True)
 class Operation:
     name: str
     reference_status: int  # what every answer must be, from the reference
-    kind: str  # "get", "names" (POST a fresh name) or "delete"
+    kind: str  # "get", "names" (POST a fresh name), "post" (a fixed body) or "delete"
     path: str  # for "tokens": filled in per server
 
     def status(self, server: str) -> int:
@@ -240,6 +258,7 @@ OPERATIONS = (
     ),
     Operation("search-features", 200, "get", SEARCH_PATH),
     Operation("delete", 200, "delete", "/api/admin/user-admin/inactive/delete"),
+    Operation("playground", 200, "post", "/api/admin/playground"),
 )
 
 
@@ -552,6 +571,53 @@ def seed_search(side: Side) -> None:
     )
 
 
+def seed_playground(side: Side) -> None:
+    """The playground's project and its flags on one side: each a flexible rollout (50%)
+    with a constraint on userId (a field both sides know), with two variants, on in
+    development."""
+    started = time.perf_counter()
+    if side.name == "ours":
+        project = {"id": PLAYGROUND_PROJECT, "name": "Bench playground"}
+        call(side.base, side.admin, "POST", "/api/admin/projects", project)
+        path = f"/api/admin/projects/{PLAYGROUND_PROJECT}/environments"
+        with contextlib.suppress(urllib.error.HTTPError):  # 409: the project has it already
+            call(side.base, side.admin, "POST", path, {"environment": "development"})
+    else:
+        asyncio.run(sql(side.dsn, REFERENCE_SEARCH_PROJECT, PLAYGROUND_PROJECT))
+    asyncio.run(
+        create_flags(
+            side.base,
+            side.admin,
+            CREATE.status(side.name),
+            8,
+            project=PLAYGROUND_PROJECT,
+            count=PLAYGROUND_FLAGS,
+            prefix="pg",
+        )
+    )
+    variants = [
+        {"name": v, "weight": 500, "weightType": "variable", "stickiness": "default"}
+        for v in ("a", "b")
+    ]
+    rollout = {
+        "name": "flexibleRollout",
+        "parameters": {"rollout": "50", "stickiness": "default", "groupId": "g"},
+        "constraints": [{"contextName": "userId", "operator": "NOT_IN", "values": ["blocked"]}],
+        "variants": variants,
+    }
+    for i in range(PLAYGROUND_FLAGS):
+        env = f"/api/admin/projects/{PLAYGROUND_PROJECT}/features/pg-{i:05d}/environments"
+        call(side.base, side.admin, "POST", f"{env}/development/strategies", rollout)
+        call(side.base, side.admin, "POST", f"{env}/development/on")
+    found = call(side.base, side.admin, "POST", "/api/admin/playground", PLAYGROUND_BODY)
+    if len(found["features"]) != PLAYGROUND_FLAGS:
+        raise RuntimeError(f"{side.name}: the playground has {len(found['features'])} flags")
+    log(
+        f"{side.name}: {PLAYGROUND_FLAGS} flags in {PLAYGROUND_PROJECT} in "
+        f"{time.perf_counter() - started:.1f} s"
+    )
+
+
 def check_search(side: Side) -> None:
     found = call(side.base, side.person_auth, "GET", SEARCH_PATH)
     favorites = [f["name"] for f in found["features"] if f.get("favorite")]
@@ -656,6 +722,10 @@ def script_for(side: Side, op: Operation, threads: int, pool: list[int]) -> str:
         ).replace("HEADERS", lua_headers(headers)).replace("BODY_START", json.dumps(start)).replace(
             "BODY_END", json.dumps(end)
         )
+    if op.kind == "post":
+        return COMMON_LUA + POST_LUA.replace("PATH", json.dumps(op.path)).replace(
+            "HEADERS", lua_headers(headers)
+        ).replace("BODY", json.dumps(json.dumps(PLAYGROUND_BODY)))
     if op.kind == "delete":
         return COMMON_LUA + (
             DELETE_LUA.replace("POOL", json.dumps(",".join(map(str, pool))))
@@ -1046,10 +1116,13 @@ def serve_and_measure(
                 )
                 sides.append(reference)
             searching = any(o.name == "search-features" for o in operations)
+            playing = any(o.name == "playground" for o in operations)
             for side in sides:
                 if searching:
                     seed_search(side)
                     check_search(side)
+                if playing:
+                    seed_playground(side)
                 check_data_set(side)
             log(
                 f"data set loaded on {' and '.join(s.name for s in sides)} after "

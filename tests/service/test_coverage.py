@@ -47,8 +47,6 @@ OUT_OF_SCOPE: dict[tuple[str, str], str] = {
     ("GET", "/api/admin/metrics/applications/{}/overview"): _ISSUE_43,
     ("GET", "/api/admin/metrics/instances/{}/environment/{}"): _ISSUE_43,
     ("GET", "/api/admin/metrics/sdks/outdated"): _ISSUE_43,
-    ("POST", "/api/admin/playground"): _ISSUE_43,
-    ("POST", "/api/admin/playground/advanced"): _ISSUE_43,
     ("GET", "/api/admin/projects/{}/applications"): _ISSUE_43,
     ("GET", "/api/admin/projects/{}/dora"): _ISSUE_43,
     ("GET", "/api/admin/projects/{}/health-report"): _ISSUE_43,

@@ -203,6 +203,8 @@ ROUTE_PERMISSIONS = [
     ("POST", "/api/client/metrics", "CLIENT"),
     ("GET", "/api/frontend", "FRONTEND"),
     ("POST", "/api/frontend", "FRONTEND"),
+    ("POST", "/api/admin/playground", "READ"),
+    ("POST", "/api/admin/playground/advanced", "READ"),
     ("POST", "/api/frontend/client/register", "FRONTEND"),
     ("POST", "/api/frontend/client/metrics", "FRONTEND"),
     ("POST", "/api/admin/projects/{projectId}/features/{featureName}/favorites", "OWN_ACCOUNT"),
