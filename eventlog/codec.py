@@ -47,6 +47,7 @@ from eventlog.events.features import (
     StrategyRemoved,
     StrategyUpdated,
 )
+from eventlog.events.instance import FrontendApiOriginsSet, MaintenanceModeSet
 from eventlog.events.preferences import FeedbackRecorded, SplashSeen
 from eventlog.events.privacy import PersonalDataErased
 from eventlog.events.projects import (
@@ -153,6 +154,8 @@ DomainEvent: TypeAlias = (
     | FeatureDeleted
     | SplashSeen
     | FeedbackRecorded
+    | MaintenanceModeSet
+    | FrontendApiOriginsSet
 )
 
 EVENT_TYPES: Final[dict[str, type[Event]]] = {cls.type_name(): cls for cls in get_args(DomainEvent)}

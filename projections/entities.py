@@ -16,6 +16,7 @@ from projections import (
     favorites,
     feature_types,
     features,
+    instance_settings,
     preferences,
     project_activity,
     projects,
@@ -70,6 +71,8 @@ PARTS: Final[dict[str, Part | None]] = {
     collaborators.FEATURE_COLLABORATORS.name: None,
     preferences.USER_SPLASHES.name: Part("account", "user_id", "splashes"),
     preferences.USER_FEEDBACK.name: Part("account", "user_id", "feedback"),
+    instance_settings.MAINTENANCE_MODE.name: Part("setting", "id"),
+    instance_settings.FRONTEND_SETTINGS.name: Part("setting", "id"),
 }
 # Secret columns of tables that are no entity's part, left out of state files all the same.
 SECRET: Final[dict[str, tuple[str, ...]]] = {accounts.SESSIONS.name: ("session_hash",)}

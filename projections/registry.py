@@ -14,6 +14,7 @@ from projections import (
     favorites,
     feature_types,
     features,
+    instance_settings,
     preferences,
     project_activity,
     projects,
@@ -41,6 +42,7 @@ INLINE: tuple[Projection, ...] = (
     search.PROJECTION,
     collaborators.PROJECTION,
     preferences.PROJECTION,
+    instance_settings.PROJECTION,
 )
 ASYNC: tuple[Projection, ...] = (activity.PROJECTION, project_activity.PROJECTION)
 ALL: tuple[Projection, ...] = INLINE + ASYNC
@@ -83,6 +85,7 @@ GROUPS: tuple[Group, ...] = (
             favorites.PROJECTION,
             search.PROJECTION,
             preferences.PROJECTION,
+            instance_settings.PROJECTION,
         )
     ),
     # The flags' collaborators read the envelope (who) of flags' events, as the counts do.

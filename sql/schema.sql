@@ -97,6 +97,8 @@ CREATE FUNCTION public.event_kind(p_type text, p_data jsonb) RETURNS text
         WHEN 'FeatureTypeLifetimeChanged' THEN 'feature-type-updated'
         WHEN 'FeatureUpdated' THEN 'feature-metadata-updated'
         WHEN 'StrategiesReordered' THEN 'strategy-order-changed'
+        WHEN 'MaintenanceModeSet' THEN 'setting-updated'
+        WHEN 'FrontendApiOriginsSet' THEN 'setting-updated'
         ELSE p_type
     END
 $$;
@@ -722,6 +724,20 @@ CREATE TABLE readmodel.features (
     lifecycle_entered_at timestamp with time zone NOT NULL
 );
 
+-- Name: frontend_settings; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.frontend_settings (
+    id text NOT NULL,
+    frontend_api_origins text[] NOT NULL,
+    CONSTRAINT frontend_settings_id_check CHECK ((id = 'unleash.frontend'::text))
+);
+
+-- Name: maintenance_mode; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.maintenance_mode (
+    id text NOT NULL,
+    enabled boolean NOT NULL,
+    CONSTRAINT maintenance_mode_id_check CHECK ((id = 'maintenance.mode'::text))
+);
+
 -- Name: personal_access_tokens; Type: TABLE; Schema: readmodel
 CREATE TABLE readmodel.personal_access_tokens (
     id bigint NOT NULL,
@@ -1108,6 +1124,14 @@ ALTER TABLE ONLY readmodel.feature_types
 -- Name: features features_pkey; Type: CONSTRAINT; Schema: readmodel
 ALTER TABLE ONLY readmodel.features
     ADD CONSTRAINT features_pkey PRIMARY KEY (name);
+
+-- Name: frontend_settings frontend_settings_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.frontend_settings
+    ADD CONSTRAINT frontend_settings_pkey PRIMARY KEY (id);
+
+-- Name: maintenance_mode maintenance_mode_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.maintenance_mode
+    ADD CONSTRAINT maintenance_mode_pkey PRIMARY KEY (id);
 
 -- Name: personal_access_tokens personal_access_tokens_pkey; Type: CONSTRAINT; Schema: readmodel
 ALTER TABLE ONLY readmodel.personal_access_tokens
