@@ -185,6 +185,8 @@ async def test_verify_passes_on_a_healthy_log(any_conn: Conn) -> None:
         "feature_collaborators": "matches rebuild",
         "user_splashes": "matches rebuild",
         "user_feedback": "matches rebuild",
+        "maintenance_mode": "matches rebuild",
+        "frontend_settings": "matches rebuild",
         "activity_daily": "matches rebuild",
         "project_activity_daily": "matches rebuild",
     }
