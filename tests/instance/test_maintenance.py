@@ -181,3 +181,20 @@ def test_changes_are_refused_under_the_admin_api_except_maintenance_s_own(
     assert not refusable(method, f"/api/admin/{rest}/maintenance")
     for elsewhere in ("/api/client/", "/api/frontend/", "/auth/simple/", "/"):
         assert not refusable(method, elsewhere + rest)
+
+
+async def test_the_event_log_shows_unleash_s_setting_events(client: Client) -> None:
+    cors = {"frontendApiOrigins": ["*"]}
+    await ok(await client.post("/api/admin/ui-config/cors", json=cors, headers=ADMIN), 204)
+    await turn(client, True)
+    # Setting the origins is a change too: refused while maintenance mode is on.
+    resp = await client.post("/api/admin/ui-config/cors", json=cors, headers=ADMIN)
+    await error(resp, 503, "MaintenanceModeError")
+    await turn(client, False)
+    events = (await ok(await client.get("/api/admin/events", headers=ADMIN)))["events"]
+    shown = [(e["type"], e["data"]) for e in events if e["type"] == "setting-updated"]
+    assert shown == [  # newest first
+        ("setting-updated", {"id": "maintenance.mode", "enabled": False}),
+        ("setting-updated", {"id": "maintenance.mode", "enabled": True}),
+        ("setting-updated", {"id": "unleash.frontend", "frontendApiOrigins": ["*"]}),
+    ]
