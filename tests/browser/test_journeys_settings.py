@@ -1,7 +1,8 @@
 """Journeys through Unleash's UI for the instance's settings (issue 43): maintenance mode
 switched on in Admin > Maintenance (the banner shows, a change is refused), then off again;
-the frontend API's CORS origins in Admin > CORS origins. Each checked through the admin API;
-each leaves the shared reference as it found it."""
+the frontend API's CORS origins in Admin > CORS origins; the statistics downloaded and the
+privacy page. Each checked through the admin API; each leaves the shared reference as it
+found it."""
 
 from __future__ import annotations
 
@@ -76,4 +77,24 @@ def test_cors_origins_saved_from_the_admin_page(journey: Journey) -> None:
         assert shown == [origin, "*"]
     finally:
         api.call("POST", "/api/admin/ui-config/cors", {"frontendApiOrigins": before})
+    journey.watch.assert_clean()
+
+
+def test_instance_statistics_downloaded_and_privacy_shown(journey: Journey) -> None:
+    page = journey.page
+    stats = r"/api/admin/instance-admin/statistics$"
+    with page.expect_response(journey.answered("GET", stats)) as answered:
+        journey.goto("/admin/instance")
+    assert answered.value.status == 200
+    instance_id = journey.api.ok("GET", "/api/admin/instance-admin/statistics")["instanceId"]
+    page.get_by_role("cell", name=instance_id, exact=True).wait_for()
+    with page.expect_download() as download:
+        page.get_by_text("Download").first.click()
+    assert re.fullmatch(rf"unleash-{instance_id}-\d{{13}}\.csv", download.value.suggested_filename)
+    with page.expect_response(journey.answered("GET", r"/api/admin/telemetry/settings$")):
+        journey.goto("/admin/instance-privacy")
+    # Nothing is collected: both sections say so.
+    none = page.get_by_text("No data is collected")
+    none.nth(1).wait_for()
+    assert none.count() == 2
     journey.watch.assert_clean()
