@@ -1,6 +1,6 @@
 """Maintenance mode's refusal, as Unleash's maintenanceMiddleware: while it is on, the admin
 API refuses every change (POST, PUT, DELETE, and PATCH: docs/behavior.md) with 503, except
-on the paths of maintenance mode itself, so that it can be turned off. Reads, the client and
+maintenance mode's own, so that it can be turned off. Reads, the client and
 frontend APIs (SDKs), signing in and out are never refused. The database is asked for each
 change, so that every replica refuses from the commit that turned it on."""
 
@@ -18,14 +18,16 @@ if TYPE_CHECKING:
     from service.http.routes import Handler
 
 ADMIN_PREFIX: Final = "/api/admin/"
+OWN_PATH: Final = "/api/admin/maintenance"
 CHANGES: Final = frozenset({"POST", "PUT", "DELETE", "PATCH"})
 MESSAGE: Final = "Unleash is currently in maintenance mode."
 
 
 def refusable(method: str, path: str) -> bool:
-    """A change the admin API refuses while maintenance mode is on (Unleash: every path under
-    /api/admin that does not contain `/maintenance`)."""
-    return method in CHANGES and path.startswith(ADMIN_PREFIX) and "/maintenance" not in path
+    """A change the admin API refuses while maintenance mode is on: under /api/admin, all but
+    maintenance mode's own. (Unleash lets through every path that contains `/maintenance`,
+    so also the changes of a flag named `maintenance...`; here that is its one route.)"""
+    return method in CHANGES and path.startswith(ADMIN_PREFIX) and path.rstrip("/") != OWN_PATH
 
 
 @web.middleware
