@@ -191,3 +191,16 @@ async def test_the_settings_rebuild_from_the_log(client: Client, app: web.Applic
         assert (await verify(conn)).ok
     assert before == [("maintenance.mode", True), ("unleash.frontend", None)]
     assert origins == [APP]
+
+
+async def test_a_diff_of_the_instance_shows_the_settings(client: Client) -> None:
+    await ok(await client.post(CORS, json={"frontendApiOrigins": [APP]}, headers=ADMIN), 204)
+    await ok(
+        await client.post("/api/admin/maintenance", json={"enabled": True}, headers=ADMIN), 204
+    )
+    diff = await ok(await client.get("/api/admin/audit/diff?from=0", headers=ADMIN))
+    settings = [c for c in diff["changes"] if c["entity"] == "setting"]
+    assert [(c["id"], c["change"]) for c in settings] == [
+        ("maintenance.mode", "created"),
+        ("unleash.frontend", "created"),
+    ]
