@@ -55,6 +55,7 @@ from eventlog.events.flag_extras import (
     FeatureUncompleted,
 )
 from eventlog.events.invites import InviteLinkCreated, InviteLinkUpdated, InviteLinkUsed
+from eventlog.events.instance import FrontendApiOriginsSet, MaintenanceModeSet
 from eventlog.events.preferences import FeedbackRecorded, SplashSeen
 from eventlog.events.privacy import PersonalDataErased
 from eventlog.events.projects import (
@@ -185,6 +186,8 @@ DomainEvent: TypeAlias = (
     | InviteLinkCreated
     | InviteLinkUpdated
     | InviteLinkUsed
+    | MaintenanceModeSet
+    | FrontendApiOriginsSet
 )
 
 EVENT_TYPES: Final[dict[str, type[Event]]] = {cls.type_name(): cls for cls in get_args(DomainEvent)}

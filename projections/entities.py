@@ -18,6 +18,7 @@ from projections import (
     features,
     flag_extras,
     invite_links,
+    instance_settings,
     preferences,
     project_activity,
     projects,
@@ -79,6 +80,8 @@ PARTS: Final[dict[str, Part | None]] = {
     flag_extras.FEATURE_FIRST_ENABLED.name: None,
     invite_links.INVITE_LINKS.name: Part("invite-link", "id", secret=("secret_hash",)),
     invite_links.INVITE_LINK_USERS.name: Part("invite-link", "link_id", "users"),
+    instance_settings.MAINTENANCE_MODE.name: Part("setting", "id"),
+    instance_settings.FRONTEND_SETTINGS.name: Part("setting", "id"),
 }
 # Secret columns of tables that are no entity's part, left out of state files all the same.
 SECRET: Final[dict[str, tuple[str, ...]]] = {accounts.SESSIONS.name: ("session_hash",)}

@@ -16,6 +16,7 @@ from projections import (
     features,
     flag_extras,
     invite_links,
+    instance_settings,
     preferences,
     project_activity,
     projects,
@@ -45,6 +46,7 @@ INLINE: tuple[Projection, ...] = (
     preferences.PROJECTION,
     flag_extras.PROJECTION,
     invite_links.PROJECTION,
+    instance_settings.PROJECTION,
 )
 ASYNC: tuple[Projection, ...] = (activity.PROJECTION, project_activity.PROJECTION)
 ALL: tuple[Projection, ...] = INLINE + ASYNC
@@ -88,6 +90,7 @@ GROUPS: tuple[Group, ...] = (
             search.PROJECTION,
             preferences.PROJECTION,
             invite_links.PROJECTION,
+            instance_settings.PROJECTION,
         )
     ),
     # The flags' collaborators read the envelope (who) of flags' events, as the counts do.

@@ -16,10 +16,11 @@ import msgspec
 import structlog
 
 from service import auth
-from service.appkeys import SETTINGS
+from service.appkeys import FRONTEND_ORIGINS, POOL
 from service.http.answers import empty, json_response
 from service.http.requests import principal, read_json
 from service.http.routes import Route
+from service.instance.state import maintenance
 from service.ui import UI_VERSION
 
 if TYPE_CHECKING:
@@ -104,17 +105,22 @@ INSTANCE_ID: Final = "flagstore"
 
 async def ui_config(request: web.Request) -> web.Response:
     """The configuration of the web UI: this server as Unleash's open-source edition, its
-    limits, and the origins the frontend API admits (`FRONTEND_API_ORIGINS`)."""
-    settings = request.app[SETTINGS]
+    limits, whether maintenance mode is on (the UI shows a banner and offers no changes), and
+    the origins the frontend API admits (set through the admin API, else
+    `FRONTEND_API_ORIGINS`)."""
+    pool = request.app[POOL]
+    async with pool.acquire() as conn:
+        maintenance_mode = await maintenance(conn)
     body = UiConfig(
         flags=FLAGS,
         version=UI_VERSION,
         unleash_url=str(request.url.origin()),
-        frontend_api_origins=list(settings.frontend_api_origins),
+        frontend_api_origins=list(await request.app[FRONTEND_ORIGINS].get(pool)),
         version_info=VersionInfo(
             current=Version(oss=UI_VERSION), latest={}, is_latest=True, instance_id=INSTANCE_ID
         ),
         resource_limits=ResourceLimits(),
+        maintenance_mode=maintenance_mode,
         unleash_context={},
     )
     return json_response(body)

@@ -18,6 +18,7 @@ from service import admin_ui, auth, docs, openapi, ui
 from service.api_tokens import handlers as api_tokens
 from service.appkeys import (
     CLIENT_FEED,
+    FRONTEND_ORIGINS,
     LIFECYCLE,
     OPENAPI,
     PAST_READS,
@@ -57,6 +58,9 @@ from service.http.middlewares import MIDDLEWARES
 from service.http.requests import BODY_LIMIT, expect
 from service.http.routes import Content, EventStream, Route
 from service.invites import handlers as invites
+from service.instance import handlers as instance
+from service.instance.domain import SETTING_STREAM
+from service.instance.state import Origins
 from service.lifecycle import Lifecycle
 from service.metrics import METRICS, Metrics, prometheus
 from service.playground import handlers as playground
@@ -177,6 +181,7 @@ ROUTES: list[Route] = [
     *dashboard.ROUTES,
     *flag_search.ROUTES,
     *admin_ui.ROUTES,
+    *instance.ROUTES,
     *preferences.ROUTES,
     *docs.ROUTES,
     *ui.ROUTES,  # last: its fallback takes what no other route does (service/ui.py)
@@ -204,6 +209,8 @@ def create_app(
     after = AfterCommit()
     after.add(lambda committed: metrics.committed(committed.appends))
     after.add(_forgetting_tokens(tokens))
+    origins = app[FRONTEND_ORIGINS] = Origins(settings.frontend_api_origins)
+    after.add(_forgetting_origins(origins))
     work = app[WORK] = Work(apply_inline, after)
     usage = app[TOKEN_USAGE] = TokenUsage(work)
     app[HASHING] = PasswordHashing(settings.password_hash_concurrency)
@@ -231,8 +238,8 @@ def create_app(
         app[POOL] = await connections.create_pool(
             dsn, settings.db_pool_size, settings.db_command_timeout_seconds
         )
-        # The feed also sees other replicas' changes to API tokens in the log.
-        watchers = {auth.API_TOKEN_STREAM: [tokens.forget]}
+        # The feed also sees other replicas' changes to API tokens and settings in the log.
+        watchers = {auth.API_TOKEN_STREAM: [tokens.forget], SETTING_STREAM: [origins.forget]}
         feed = app[CLIENT_FEED] = Feed(app[POOL], dsn, watchers)
         after.add(lambda committed: feed.committed(committed.position), positions_of=RELEVANT)
         yield
@@ -269,6 +276,17 @@ def _forgetting_tokens(tokens: auth.CachedTokens) -> Callable[[Committed], None]
     def forget(committed: Committed) -> None:
         if auth.API_TOKEN_STREAM in committed.stream_types:
             tokens.forget()
+
+    return forget
+
+
+def _forgetting_origins(origins: Origins) -> Callable[[Committed], None]:
+    """The frontend API's CORS origins are read again once a change of a setting committed
+    here, before the request that made it is answered."""
+
+    def forget(committed: Committed) -> None:
+        if SETTING_STREAM in committed.stream_types:
+            origins.forget()
 
     return forget
 

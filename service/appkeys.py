@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from service.client.feed import Feed
     from service.http.routes import Route
+    from service.instance.state import Origins
     from service.lifecycle import Lifecycle
     from service.work import Work
 
@@ -42,6 +43,8 @@ ROUTE_TABLE = web.AppKey("route_table", dict["AbstractRoute", "Route"])
 OPENAPI = web.AppKey("openapi", bytes)  # the OpenAPI document, encoded once at start
 SCHEMA_VERSION = web.AppKey("schema_version", int)
 TOKEN_USAGE: web.AppKey[TokenUseRecorder] = web.AppKey("token_usage")
+# The frontend API's CORS origins: FRONTEND_API_ORIGINS until set through the admin API.
+FRONTEND_ORIGINS: web.AppKey[Origins] = web.AppKey("frontend_origins")
 # Reads of a past state rebuild read models from the log (CPU-bound, growing with the log:
 # docs/audit.md): this many at once per process, the others wait their turn.
 PAST_READS = web.AppKey("past_reads", asyncio.Semaphore)

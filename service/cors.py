@@ -1,5 +1,6 @@
 """CORS for the frontend API (browsers call it from other origins), as Unleash's
-corsOriginMiddleware answers: the origins of FRONTEND_API_ORIGINS ("*": any), ETag exposed,
+corsOriginMiddleware answers: the origins set through the admin API, else those of
+FRONTEND_API_ORIGINS ("*": any; service/instance/state.py), ETag exposed,
 preflights (OPTIONS, which never carry a token) answered 204 before authentication."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from typing import TYPE_CHECKING, Final
 
 from aiohttp import web
 
-from service.appkeys import SETTINGS
+from service.appkeys import FRONTEND_ORIGINS, POOL, SETTINGS
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -45,7 +46,8 @@ async def cors(request: web.Request, handler: Handler) -> web.StreamResponse:
     if not is_frontend(request.path):
         return await handler(request)
     settings = request.app[SETTINGS]
-    origin = allowed_origin(settings.frontend_api_origins, request.headers.get("Origin"))
+    origins = await request.app[FRONTEND_ORIGINS].get(request.app[POOL])
+    origin = allowed_origin(origins, request.headers.get("Origin"))
     if request.method == "OPTIONS":
         response: web.StreamResponse = web.Response(status=204)
         response.headers["Access-Control-Allow-Methods"] = METHODS

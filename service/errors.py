@@ -197,3 +197,11 @@ def from_log(exc: AppError | LogError) -> AppError:
     if isinstance(exc, (WrongExpectedVersion, PartialDuplicate)):
         return Conflict(str(exc))
     return AppError(str(exc))
+
+
+class MaintenanceMode(AppError):
+    """Maintenance mode is on: the admin API refuses changes until it is turned off
+    (service/instance/maintenance.py). Unleash answers this with 503 too."""
+
+    status = 503
+    name = "MaintenanceModeError"

@@ -209,7 +209,7 @@ def _parse_origins(value: str) -> tuple[str, ...]:
     if not origins:
         raise ConfigError("Invalid setting FRONTEND_API_ORIGINS: name at least one origin or *")
     for origin in origins:
-        if origin != "*" and not _is_origin(origin):
+        if origin != "*" and not is_origin(origin):
             raise ConfigError(
                 f"Invalid setting FRONTEND_API_ORIGINS: {origin!r} is not an origin "
                 "(scheme://host[:port], e.g. https://app.example.com) or *"
@@ -217,7 +217,8 @@ def _parse_origins(value: str) -> tuple[str, ...]:
     return origins
 
 
-def _is_origin(origin: str) -> bool:
+def is_origin(origin: str) -> bool:
+    """An origin as the Origin header carries it (scheme://host[:port]), not "*"."""
     if "*" in origin:  # no wildcards within an origin (Unleash's rule; `cors` has none)
         return False
     try:

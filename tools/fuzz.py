@@ -84,6 +84,9 @@ STREAM_EVENTS = (
 )
 # The operations that revoke the credential of the run they are in: run last, alone.
 REVOKE = {"admin": "deleteApiToken", "viewer": "deleteOwnToken"}
+# Maintenance mode switched on refuses every later change with 503 (not_a_server_error would
+# flag each): the admin's toggle runs alone after the rest, and the mode is off again after it.
+MAINTENANCE = "toggleMaintenance"
 # The admin's deletes (an archived flag, a disabled environment, a deleted user or segment) run
 # after everything else: run among the rest, they take the seeded data away early, and most
 # flag, user and segment routes then only ever meet a 404. A Viewer deletes nothing: one run.
@@ -429,8 +432,22 @@ def main(argv: list[str] | None = None) -> int:
                         *filters,
                         "--exclude-operation-id",
                         revoke,
+                        *(("--exclude-operation-id", MAINTENANCE) if name == "admin" else ()),
                     )
                 )
+            if name == "admin":
+                runs.append(
+                    schemathesis(
+                        service,
+                        Run("admin-maintenance"),
+                        token,
+                        args,
+                        work,
+                        "--include-operation-id",
+                        MAINTENANCE,
+                    )
+                )
+                service.admin_call("POST", "/api/admin/maintenance", {"enabled": False}, 204)
             runs.append(
                 schemathesis(
                     service,

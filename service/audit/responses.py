@@ -41,6 +41,7 @@ from eventlog.events.features import (
     StrategyRemoved,
     StrategyUpdated,
 )
+from eventlog.events.instance import FrontendApiOriginsSet, MaintenanceModeSet
 from eventlog.events.projects import (
     EnvironmentCreated,
     ProjectArchived,
@@ -390,6 +391,10 @@ def data(event: DomainEvent) -> Any:  # noqa: C901, PLR0911, PLR0912 - a shape p
             return {"id": type_id, "lifetimeDays": days}
         case FeatureUpdated():
             return flag_fields(event)
+        case MaintenanceModeSet(enabled=enabled):  # Unleash's setting, with its id
+            return {"id": "maintenance.mode", "enabled": enabled}
+        case FrontendApiOriginsSet(origins=origins):
+            return {"id": "unleash.frontend", "frontendApiOrigins": origins}
     # Ours, with no Unleash counterpart: the stored data, camelCase, secrets left out.
     return camel(event)
 

@@ -1,5 +1,6 @@
 """The middlewares, outermost first (MIDDLEWARES): the request's id and its one log line, CORS,
-errors as {id, name, message} JSON, authentication and permissions, the content type."""
+errors as {id, name, message} JSON, authentication and permissions, maintenance mode, the
+content type."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from service.auth import Principal
 from service.cors import cors
 from service.http.answers import error_response
 from service.http.instants import parse_instant
+from service.instance.maintenance import maintenance
 from service.metrics import METRICS
 from service.protocol import Connection
 
@@ -256,5 +258,6 @@ async def content_type(request: web.Request, handler: Handler) -> web.StreamResp
 
 
 # CORS outside the error middleware (error answers carry its headers too) and before
-# authentication (preflights carry no token).
-MIDDLEWARES = [request_context, cors, error_bodies, authenticate, content_type]
+# authentication (preflights carry no token); maintenance mode's refusal after authentication
+# (401 and 403 first, as Unleash) and before the body is read.
+MIDDLEWARES = [request_context, cors, error_bodies, authenticate, maintenance, content_type]

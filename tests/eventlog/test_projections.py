@@ -188,6 +188,8 @@ async def test_verify_passes_on_a_healthy_log(any_conn: Conn) -> None:
         "feature_links": "matches rebuild",
         "feature_lifecycle": "matches rebuild",
         "feature_first_enabled": "matches rebuild",
+        "maintenance_mode": "matches rebuild",
+        "frontend_settings": "matches rebuild",
         "activity_daily": "matches rebuild",
         "project_activity_daily": "matches rebuild",
     }

@@ -38,8 +38,6 @@ OUT_OF_SCOPE: dict[tuple[str, str], str] = {
         "SCIM provisioning is Enterprise-only in Unleash: the open-source server answers it "
         "only to say so, and there is no SCIM here to clean up after"
     ),
-    ("GET", "/api/admin/maintenance"): _ISSUE_43,
-    ("POST", "/api/admin/maintenance"): _ISSUE_43,
     ("GET", "/api/admin/metrics/applications"): _ISSUE_43,
     ("DELETE", "/api/admin/metrics/applications/{}"): _ISSUE_43,
     ("GET", "/api/admin/metrics/applications/{}"): _ISSUE_43,
@@ -52,9 +50,6 @@ OUT_OF_SCOPE: dict[tuple[str, str], str] = {
     ("GET", "/api/admin/projects/{}/health-report"): _ISSUE_43,
     ("GET", "/api/admin/projects/{}/insights"): _ISSUE_43,
     ("GET", "/api/admin/projects/{}/sdks/outdated"): _ISSUE_43,
-    ("GET", "/api/admin/telemetry/settings"): _ISSUE_43,
-    ("POST", "/api/admin/ui-config"): _ISSUE_43,
-    ("POST", "/api/admin/ui-config/cors"): _ISSUE_43,
     ("GET", "/api/admin/user-admin/access"): _ISSUE_43,
     ("GET", "/api/admin/user-admin/admin-count"): _ISSUE_43,
     ("POST", "/api/admin/user-admin/reset-password"): _ISSUE_43,
