@@ -54,8 +54,8 @@ from eventlog.events.flag_extras import (
     FeatureLinkUpdated,
     FeatureUncompleted,
 )
-from eventlog.events.invites import InviteLinkCreated, InviteLinkUpdated, InviteLinkUsed
 from eventlog.events.instance import FrontendApiOriginsSet, MaintenanceModeSet
+from eventlog.events.invites import InviteLinkCreated, InviteLinkUpdated, InviteLinkUsed
 from eventlog.events.preferences import FeedbackRecorded, SplashSeen
 from eventlog.events.privacy import PersonalDataErased
 from eventlog.events.projects import (

@@ -57,10 +57,10 @@ from service.http.answers import json_response
 from service.http.middlewares import MIDDLEWARES
 from service.http.requests import BODY_LIMIT, expect
 from service.http.routes import Content, EventStream, Route
-from service.invites import handlers as invites
 from service.instance import handlers as instance
 from service.instance.domain import SETTING_STREAM
 from service.instance.state import Origins
+from service.invites import handlers as invites
 from service.lifecycle import Lifecycle
 from service.metrics import METRICS, Metrics, prometheus
 from service.playground import handlers as playground
