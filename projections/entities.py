@@ -11,11 +11,13 @@ from projections import (
     accounts,
     activity,
     api_tokens,
+    applications,
     collaborators,
     context_fields,
     favorites,
     feature_types,
     features,
+    lead_times,
     preferences,
     project_activity,
     projects,
@@ -70,6 +72,9 @@ PARTS: Final[dict[str, Part | None]] = {
     collaborators.FEATURE_COLLABORATORS.name: None,
     preferences.USER_SPLASHES.name: Part("account", "user_id", "splashes"),
     preferences.USER_FEEDBACK.name: Part("account", "user_id", "feedback"),
+    applications.APPLICATIONS.name: Part("application", "app_name"),
+    # When flags were first enabled: read from the log's times, not a flag's state.
+    lead_times.FEATURE_FIRST_ENABLED.name: None,
 }
 # Secret columns of tables that are no entity's part, left out of state files all the same.
 SECRET: Final[dict[str, tuple[str, ...]]] = {accounts.SESSIONS.name: ("session_hash",)}

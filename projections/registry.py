@@ -9,11 +9,13 @@ from projections import (
     accounts,
     activity,
     api_tokens,
+    applications,
     collaborators,
     context_fields,
     favorites,
     feature_types,
     features,
+    lead_times,
     preferences,
     project_activity,
     projects,
@@ -41,8 +43,13 @@ INLINE: tuple[Projection, ...] = (
     search.PROJECTION,
     collaborators.PROJECTION,
     preferences.PROJECTION,
+    applications.PROJECTION,
 )
-ASYNC: tuple[Projection, ...] = (activity.PROJECTION, project_activity.PROJECTION)
+ASYNC: tuple[Projection, ...] = (
+    activity.PROJECTION,
+    project_activity.PROJECTION,
+    lead_times.PROJECTION,
+)
 ALL: tuple[Projection, ...] = INLINE + ASYNC
 
 
@@ -83,8 +90,16 @@ GROUPS: tuple[Group, ...] = (
             favorites.PROJECTION,
             search.PROJECTION,
             preferences.PROJECTION,
+            applications.PROJECTION,
         )
     ),
     # The flags' collaborators read the envelope (who) of flags' events, as the counts do.
-    Group((activity.PROJECTION, project_activity.PROJECTION, collaborators.PROJECTION)),
+    Group(
+        (
+            activity.PROJECTION,
+            project_activity.PROJECTION,
+            collaborators.PROJECTION,
+            lead_times.PROJECTION,
+        )
+    ),
 )

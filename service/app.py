@@ -30,6 +30,7 @@ from service.appkeys import (
     WORK,
     Resolver,
 )
+from service.applications import handlers as applications
 from service.audit import handlers as audit
 from service.client import handlers as client
 from service.client.feed import RELEVANT, Feed
@@ -54,6 +55,7 @@ from service.http.answers import json_response
 from service.http.middlewares import MIDDLEWARES
 from service.http.requests import BODY_LIMIT, expect
 from service.http.routes import Content, EventStream, Route
+from service.insight import handlers as insight
 from service.lifecycle import Lifecycle
 from service.metrics import METRICS, Metrics, prometheus
 from service.privacy import erasure
@@ -162,6 +164,8 @@ ROUTES: list[Route] = [
     *client.ROUTES,
     *telemetry.ROUTES,
     *usage.ROUTES,
+    *applications.ROUTES,
+    *insight.ROUTES,
     *frontend.ROUTES,
     *favorites.ROUTES,
     *overview.ROUTES,

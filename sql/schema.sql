@@ -97,6 +97,7 @@ CREATE FUNCTION public.event_kind(p_type text, p_data jsonb) RETURNS text
         WHEN 'FeatureTypeLifetimeChanged' THEN 'feature-type-updated'
         WHEN 'FeatureUpdated' THEN 'feature-metadata-updated'
         WHEN 'StrategiesReordered' THEN 'strategy-order-changed'
+        WHEN 'ApplicationCreated' THEN 'application-created'
         ELSE p_type
     END
 $$;
@@ -614,6 +615,17 @@ CREATE TABLE readmodel.api_tokens (
     CONSTRAINT api_tokens_type_check CHECK ((type = ANY (ARRAY['admin'::text, 'client'::text, 'frontend'::text])))
 );
 
+-- Name: applications; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.applications (
+    app_name text NOT NULL,
+    description text,
+    url text,
+    color text,
+    icon text,
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL
+);
+
 -- Name: context_fields; Type: TABLE; Schema: readmodel
 CREATE TABLE readmodel.context_fields (
     name text NOT NULL,
@@ -673,6 +685,13 @@ CREATE TABLE readmodel.feature_environments (
     environment text NOT NULL,
     enabled boolean DEFAULT false NOT NULL,
     variants jsonb DEFAULT '[]'::jsonb NOT NULL
+);
+
+-- Name: feature_first_enabled; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.feature_first_enabled (
+    feature_name text NOT NULL,
+    environment text NOT NULL,
+    enabled_at timestamp with time zone NOT NULL
 );
 
 -- Name: feature_strategies; Type: TABLE; Schema: readmodel
@@ -1061,6 +1080,10 @@ ALTER TABLE ONLY readmodel.api_tokens
 ALTER TABLE ONLY readmodel.api_tokens
     ADD CONSTRAINT api_tokens_secret_hash_key UNIQUE (secret_hash);
 
+-- Name: applications applications_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.applications
+    ADD CONSTRAINT applications_pkey PRIMARY KEY (app_name);
+
 -- Name: context_fields context_fields_pkey; Type: CONSTRAINT; Schema: readmodel
 ALTER TABLE ONLY readmodel.context_fields
     ADD CONSTRAINT context_fields_pkey PRIMARY KEY (name);
@@ -1092,6 +1115,10 @@ ALTER TABLE ONLY readmodel.feature_dependencies
 -- Name: feature_environments feature_environments_pkey; Type: CONSTRAINT; Schema: readmodel
 ALTER TABLE ONLY readmodel.feature_environments
     ADD CONSTRAINT feature_environments_pkey PRIMARY KEY (feature_name, environment);
+
+-- Name: feature_first_enabled feature_first_enabled_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.feature_first_enabled
+    ADD CONSTRAINT feature_first_enabled_pkey PRIMARY KEY (feature_name, environment);
 
 -- Name: feature_strategies feature_strategies_pkey; Type: CONSTRAINT; Schema: readmodel
 ALTER TABLE ONLY readmodel.feature_strategies

@@ -33,6 +33,7 @@ KINDS: Final = (
     "api-token",
     "tag-type",
     "feature-type",
+    "application",
 )
 _SNAKE = re.compile(r"_([a-z0-9])")
 _json = msgspec.json.Decoder()
