@@ -16,11 +16,11 @@ from service.applications import domain, queries
 from service.applications.commands import DEFAULT_LIMIT, SetApplication
 from service.applications.responses import (
     Application,
+    ApplicationEnvironment,
     ApplicationList,
     ApplicationOverview,
     EnvironmentInstances,
     OutdatedSdks,
-    ApplicationEnvironment,
     OverviewIssues,
     ProjectApplications,
 )

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from service import auth
-from service.applications.domain import is_outdated
 from service.appkeys import POOL
+from service.applications.domain import is_outdated
 from tests.conftest import as_principal
 from tests.factories import ADMIN, ISO, api_token, error, event_count, flag, ok
 
@@ -77,7 +77,8 @@ async def test_a_registered_application_is_listed_with_its_usage(client: Client)
     body = await ok(await client.get(APPS, headers=ADMIN))
     assert body["total"] == 1
     [app] = body["applications"]
-    assert ISO.match(app.pop("createdAt")) and ISO.match(app.pop("updatedAt"))
+    assert ISO.match(app.pop("createdAt"))
+    assert ISO.match(app.pop("updatedAt"))
     assert app == {
         "appName": "checkout-service",
         "description": None,
@@ -237,7 +238,8 @@ async def test_describing_an_application_records_events(
         "red",
         "cart",
     )
-    assert got["instances"] == [] and got["strategies"] == []
+    assert got["instances"] == []
+    assert got["strategies"] == []
     async with app[POOL].acquire() as conn:
         kind = await conn.fetchval(
             "SELECT event_kind(type, data) FROM events WHERE type = 'ApplicationCreated'"
