@@ -72,7 +72,8 @@ async def list_applications(request: web.Request) -> web.Response:
     text, descending, limit, offset = page(request)
     async with request.app[POOL].acquire() as conn:
         rows = await conn.fetch(queries.LIST, text, descending, limit, offset)
-    return json_response(ApplicationList.from_rows(rows))
+        total = await conn.fetchval(queries.LIST_TOTAL, text)
+    return json_response(ApplicationList.from_rows(rows, total))
 
 
 async def _strategies(conn: Conn, names: list[str]) -> list[dict[str, Any]]:
@@ -170,7 +171,8 @@ async def project_applications(request: web.Request) -> web.Response:
         rows = await conn.fetch(
             queries.PROJECT_APPLICATIONS, project_id, text, descending, limit, offset
         )
-    return json_response(ProjectApplications.from_rows(rows))
+        total = await conn.fetchval(queries.PROJECT_APPLICATIONS_TOTAL, project_id, text)
+    return json_response(ProjectApplications.from_rows(rows, total))
 
 
 async def project_outdated_sdks(request: web.Request) -> web.Response:

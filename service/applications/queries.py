@@ -42,11 +42,17 @@ LEFT JOIN LATERAL (
 # $1 the name's substring (case-insensitive, `%` and `_` literal), $2 descending, $3 limit,
 # $4 offset; with the count of every match.
 LIST = f"""
-SELECT *, count(*) OVER () AS total FROM ({_APPLICATIONS}) apps
+SELECT * FROM ({_APPLICATIONS}) apps
 WHERE strpos(lower(app_name), lower($1)) > 0
 ORDER BY CASE WHEN $2 THEN app_name END DESC, app_name
 LIMIT $3 OFFSET $4
 """  # noqa: S608 - constants
+# How many match $1, whatever the page (a page past the end has a total all the same).
+LIST_TOTAL = """
+SELECT count(*) FROM (SELECT app_name FROM applications
+                      UNION SELECT app_name FROM telemetry.client_instances) known
+WHERE strpos(lower(app_name), lower($1)) > 0
+"""
 ONE = f"SELECT * FROM ({_APPLICATIONS}) apps WHERE app_name = $1"  # noqa: S608 - constants
 # Its instances, by environment and id (Unleash gives no IP to us: not stored, see behavior).
 INSTANCES = """
@@ -111,7 +117,7 @@ FROM telemetry.client_metrics_hourly m JOIN features f ON f.name = m.feature_nam
 WHERE f.project = $1 GROUP BY m.app_name
 """
 PROJECT_APPLICATIONS = f"""
-SELECT p.app_name, p.environments, count(*) OVER () AS total,
+SELECT p.app_name, p.environments,
        coalesce((SELECT array_agg(DISTINCT c.instance_id ORDER BY c.instance_id)
                  FROM telemetry.client_instances c
                  WHERE c.app_name = p.app_name AND c.environment = ANY(p.environments)),
@@ -124,6 +130,9 @@ FROM ({_PROJECT_APPLICATIONS}) p
 WHERE strpos(lower(p.app_name), lower($2)) > 0
 ORDER BY CASE WHEN $3 THEN p.app_name END DESC, p.app_name
 LIMIT $4 OFFSET $5
+"""  # noqa: S608 - constants
+PROJECT_APPLICATIONS_TOTAL = f"""
+SELECT count(*) FROM ({_PROJECT_APPLICATIONS}) p WHERE strpos(lower(p.app_name), lower($2)) > 0
 """  # noqa: S608 - constants
 # The SDK versions of the project's applications' instances, with those applications.
 PROJECT_APPLICATIONS_BY_SDK = f"""

@@ -61,11 +61,8 @@ class ApplicationList(msgspec.Struct, frozen=True, kw_only=True):
     total: int
 
     @classmethod
-    def from_rows(cls, rows: Sequence[asyncpg.Record]) -> ApplicationList:
-        return cls(
-            applications=[ApplicationSummary.from_row(r) for r in rows],
-            total=rows[0]["total"] if rows else 0,
-        )
+    def from_rows(cls, rows: Sequence[asyncpg.Record], total: int) -> ApplicationList:
+        return cls(applications=[ApplicationSummary.from_row(r) for r in rows], total=total)
 
 
 class Instance(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
@@ -260,8 +257,5 @@ class ProjectApplications(msgspec.Struct, frozen=True, kw_only=True):
     total: int
 
     @classmethod
-    def from_rows(cls, rows: Sequence[asyncpg.Record]) -> ProjectApplications:
-        return cls(
-            applications=[ProjectApplication.from_row(r) for r in rows],
-            total=rows[0]["total"] if rows else 0,
-        )
+    def from_rows(cls, rows: Sequence[asyncpg.Record], total: int) -> ProjectApplications:
+        return cls(applications=[ProjectApplication.from_row(r) for r in rows], total=total)

@@ -105,6 +105,7 @@ async def test_the_list_pages_searches_and_sorts_as_unleash(client: Client) -> N
     assert await names("query=APP") == (2, ["a-app", "b-app"])
     assert await names("query=%25") == (0, [])  # `%` is a character, not a wildcard
     assert await names("limit=1&offset=1") == (3, ["b-app"])
+    assert await names("offset=5") == (3, [])  # past the end: the total all the same
     assert await names("limit=0&offset=-2") == (3, ["a-app", "b-app", "c-other"])
     assert await names("limit=abc") == (3, ["a-app", "b-app", "c-other"])
 
@@ -216,6 +217,8 @@ async def test_a_project_s_applications(client: Client) -> None:
         ],
         "total": 1,
     }
+    url = "/api/admin/projects/default/applications?offset=1"
+    assert await ok(await client.get(url, headers=ADMIN)) == {"applications": [], "total": 1}
     url = "/api/admin/projects/default/applications?query=idle"
     assert await ok(await client.get(url, headers=ADMIN)) == {"applications": [], "total": 0}
 
