@@ -5,6 +5,7 @@ past)."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
@@ -48,9 +49,12 @@ PAGE: Final = (
 )
 
 
+_INTEGER: Final = re.compile(r"-?[0-9]{1,18}")
+
+
 def _whole(raw: str | None) -> int | None:
     """A page parameter as Unleash reads it: an integer, or nothing."""
-    if raw is None or not raw.strip().lstrip("-").isdigit() or len(raw) > 18:
+    if raw is None or _INTEGER.fullmatch(raw.strip()) is None:
         return None
     return int(raw)
 
@@ -70,6 +74,8 @@ def page(request: web.Request) -> tuple[str, bool, int, int]:
 
 async def list_applications(request: web.Request) -> web.Response:
     text, descending, limit, offset = page(request)
+    if "\x00" in text:  # no name holds NUL (and PostgreSQL text cannot)
+        return json_response(ApplicationList.from_rows([], 0))
     async with request.app[POOL].acquire() as conn:
         rows = await conn.fetch(queries.LIST, text, descending, limit, offset)
         total = await conn.fetchval(queries.LIST_TOTAL, text)
@@ -166,6 +172,8 @@ async def outdated_sdks(request: web.Request) -> web.Response:
 async def project_applications(request: web.Request) -> web.Response:
     """As in Unleash, a project that does not exist has no applications (not a 404)."""
     text, descending, limit, offset = page(request)
+    if "\x00" in text:  # no name holds NUL (and PostgreSQL text cannot)
+        return json_response(ProjectApplications.from_rows([], 0))
     project_id = request.match_info["projectId"]
     async with request.app[POOL].acquire() as conn:
         rows = await conn.fetch(

@@ -108,6 +108,8 @@ async def test_the_list_pages_searches_and_sorts_as_unleash(client: Client) -> N
     assert await names("offset=5") == (3, [])  # past the end: the total all the same
     assert await names("limit=0&offset=-2") == (3, ["a-app", "b-app", "c-other"])
     assert await names("limit=abc") == (3, ["a-app", "b-app", "c-other"])
+    assert await names("limit=--2&offset=1.5") == (3, ["a-app", "b-app", "c-other"])
+    assert await names("query=a%00") == (0, [])
 
 
 async def test_one_application_with_instances_strategies_and_flags(client: Client) -> None:
