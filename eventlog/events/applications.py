@@ -16,7 +16,7 @@ class ApplicationCreated(Event, frozen=True, kw_only=True, tag="ApplicationCreat
     """Someone described an application that had no description yet (whether or not an SDK
     reported it): from now on it is listed even when no SDK reports it."""
 
-    not_personal: ClassVar[tuple[str, ...]] = (*_FIELDS, "created_at")
+    not_personal: ClassVar[tuple[str, ...]] = _FIELDS
 
     app_name: str
     description: str | None
@@ -30,7 +30,7 @@ class ApplicationUpdated(Event, frozen=True, kw_only=True, tag="ApplicationUpdat
     """The application's description, URL, colour and icon as they are from now on (all four,
     those the request left out as they were)."""
 
-    not_personal: ClassVar[tuple[str, ...]] = (*_FIELDS, "updated_at")
+    not_personal: ClassVar[tuple[str, ...]] = _FIELDS
 
     app_name: str
     description: str | None
