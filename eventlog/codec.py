@@ -11,6 +11,11 @@ import msgspec
 
 from eventlog.events import features, users
 from eventlog.events.api_tokens import ApiTokenCreated, ApiTokenDeleted, ApiTokenExpiryChanged
+from eventlog.events.applications import (
+    ApplicationCreated,
+    ApplicationDeleted,
+    ApplicationUpdated,
+)
 from eventlog.events.base import Declared, Event, Metadata, Upcasters
 from eventlog.events.context_fields import (
     ContextFieldCreated,
@@ -188,6 +193,9 @@ DomainEvent: TypeAlias = (
     | InviteLinkUsed
     | MaintenanceModeSet
     | FrontendApiOriginsSet
+    | ApplicationCreated
+    | ApplicationUpdated
+    | ApplicationDeleted
 )
 
 EVENT_TYPES: Final[dict[str, type[Event]]] = {cls.type_name(): cls for cls in get_args(DomainEvent)}

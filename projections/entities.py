@@ -11,6 +11,7 @@ from projections import (
     accounts,
     activity,
     api_tokens,
+    applications,
     collaborators,
     context_fields,
     favorites,
@@ -19,6 +20,7 @@ from projections import (
     flag_extras,
     instance_settings,
     invite_links,
+    lead_times,
     preferences,
     project_activity,
     projects,
@@ -82,6 +84,9 @@ PARTS: Final[dict[str, Part | None]] = {
     invite_links.INVITE_LINK_USERS.name: Part("invite-link", "link_id", "users"),
     instance_settings.MAINTENANCE_MODE.name: Part("setting", "id"),
     instance_settings.FRONTEND_SETTINGS.name: Part("setting", "id"),
+    applications.APPLICATIONS.name: Part("application", "app_name"),
+    # When flags were first enabled: read from the log's times, not a flag's state.
+    lead_times.FEATURE_LEAD_TIMES.name: None,
 }
 # Secret columns of tables that are no entity's part, left out of state files all the same.
 SECRET: Final[dict[str, tuple[str, ...]]] = {accounts.SESSIONS.name: ("session_hash",)}

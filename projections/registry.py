@@ -9,6 +9,7 @@ from projections import (
     accounts,
     activity,
     api_tokens,
+    applications,
     collaborators,
     context_fields,
     favorites,
@@ -17,6 +18,7 @@ from projections import (
     flag_extras,
     instance_settings,
     invite_links,
+    lead_times,
     preferences,
     project_activity,
     projects,
@@ -47,8 +49,13 @@ INLINE: tuple[Projection, ...] = (
     flag_extras.PROJECTION,
     invite_links.PROJECTION,
     instance_settings.PROJECTION,
+    applications.PROJECTION,
 )
-ASYNC: tuple[Projection, ...] = (activity.PROJECTION, project_activity.PROJECTION)
+ASYNC: tuple[Projection, ...] = (
+    activity.PROJECTION,
+    project_activity.PROJECTION,
+    lead_times.PROJECTION,
+)
 ALL: tuple[Projection, ...] = INLINE + ASYNC
 
 
@@ -91,8 +98,16 @@ GROUPS: tuple[Group, ...] = (
             preferences.PROJECTION,
             invite_links.PROJECTION,
             instance_settings.PROJECTION,
+            applications.PROJECTION,
         )
     ),
     # The flags' collaborators read the envelope (who) of flags' events, as the counts do.
-    Group((activity.PROJECTION, project_activity.PROJECTION, collaborators.PROJECTION)),
+    Group(
+        (
+            activity.PROJECTION,
+            project_activity.PROJECTION,
+            collaborators.PROJECTION,
+            lead_times.PROJECTION,
+        )
+    ),
 )

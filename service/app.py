@@ -31,6 +31,7 @@ from service.appkeys import (
     WORK,
     Resolver,
 )
+from service.applications import handlers as applications
 from service.audit import handlers as audit
 from service.client import handlers as client
 from service.client.feed import RELEVANT, Feed
@@ -57,6 +58,7 @@ from service.http.answers import json_response
 from service.http.middlewares import MIDDLEWARES
 from service.http.requests import BODY_LIMIT, expect
 from service.http.routes import Content, EventStream, Route
+from service.insight import handlers as insight
 from service.instance import handlers as instance
 from service.instance.domain import SETTING_STREAM
 from service.instance.state import Origins
@@ -174,6 +176,8 @@ ROUTES: list[Route] = [
     *client.ROUTES,
     *telemetry.ROUTES,
     *usage.ROUTES,
+    *applications.ROUTES,
+    *insight.ROUTES,
     *frontend.ROUTES,
     *playground.ROUTES,
     *favorites.ROUTES,

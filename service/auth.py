@@ -42,6 +42,8 @@ DELETE_STRATEGY: Final = "DELETE_STRATEGY"
 CREATE_CONTEXT_FIELD: Final = "CREATE_CONTEXT_FIELD"
 UPDATE_CONTEXT_FIELD: Final = "UPDATE_CONTEXT_FIELD"
 DELETE_CONTEXT_FIELD: Final = "DELETE_CONTEXT_FIELD"
+UPDATE_APPLICATION: Final = "UPDATE_APPLICATION"
+DELETE_APPLICATION: Final = "DELETE_APPLICATION"
 PUBLIC: Final = "PUBLIC"  # declared by routes that need no principal at all
 # The client API (SDKs: flags to evaluate, registration, metrics): client tokens hold it, and
 # admin tokens through ADMIN, as in Unleash. The frontend API: frontend tokens (and ADMIN).
@@ -109,6 +111,8 @@ ROOT_ROLES: Final = {
                     CREATE_CONTEXT_FIELD,
                     UPDATE_CONTEXT_FIELD,
                     DELETE_CONTEXT_FIELD,
+                    UPDATE_APPLICATION,
+                    DELETE_APPLICATION,
                 }
             ),
         ),

@@ -34,6 +34,7 @@ KINDS: Final = (
     "tag-type",
     "feature-type",
     "setting",
+    "application",
 )
 _SNAKE = re.compile(r"_([a-z0-9])")
 _json = msgspec.json.Decoder()

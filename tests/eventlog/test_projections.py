@@ -190,8 +190,10 @@ async def test_verify_passes_on_a_healthy_log(any_conn: Conn) -> None:
         "feature_first_enabled": "matches rebuild",
         "maintenance_mode": "matches rebuild",
         "frontend_settings": "matches rebuild",
+        "applications": "matches rebuild",
         "activity_daily": "matches rebuild",
         "project_activity_daily": "matches rebuild",
+        "feature_lead_times": "matches rebuild",
     }
     assert report.lines()[-1] == "verify: OK"
     # verify leaves no trace of its scratch schema

@@ -38,18 +38,6 @@ OUT_OF_SCOPE: dict[tuple[str, str], str] = {
         "SCIM provisioning is Enterprise-only in Unleash: the open-source server answers it "
         "only to say so, and there is no SCIM here to clean up after"
     ),
-    ("GET", "/api/admin/metrics/applications"): _ISSUE_43,
-    ("DELETE", "/api/admin/metrics/applications/{}"): _ISSUE_43,
-    ("GET", "/api/admin/metrics/applications/{}"): _ISSUE_43,
-    ("POST", "/api/admin/metrics/applications/{}"): _ISSUE_43,
-    ("GET", "/api/admin/metrics/applications/{}/overview"): _ISSUE_43,
-    ("GET", "/api/admin/metrics/instances/{}/environment/{}"): _ISSUE_43,
-    ("GET", "/api/admin/metrics/sdks/outdated"): _ISSUE_43,
-    ("GET", "/api/admin/projects/{}/applications"): _ISSUE_43,
-    ("GET", "/api/admin/projects/{}/dora"): _ISSUE_43,
-    ("GET", "/api/admin/projects/{}/health-report"): _ISSUE_43,
-    ("GET", "/api/admin/projects/{}/insights"): _ISSUE_43,
-    ("GET", "/api/admin/projects/{}/sdks/outdated"): _ISSUE_43,
     ("GET", "/api/admin/user-admin/access"): _ISSUE_43,
     ("GET", "/api/admin/user-admin/admin-count"): _ISSUE_43,
     ("POST", "/api/admin/user-admin/reset-password"): _ISSUE_43,

@@ -1,0 +1,1 @@
+"""Project insight: health, lead time to production (exact, from the log's times), insights."""

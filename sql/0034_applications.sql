@@ -1,0 +1,78 @@
+-- What people said of applications (events ApplicationCreated, ApplicationUpdated,
+-- ApplicationDeleted; projections/applications.py): the description, URL, colour and icon the
+-- applications page shows beside what SDKs report (schema telemetry, sql/0015).
+CREATE TABLE readmodel.applications (
+    app_name    text NOT NULL,
+    description text,
+    url         text,
+    color       text,
+    icon        text,
+    created_at  timestamptz NOT NULL,
+    updated_at  timestamptz NOT NULL,
+    CONSTRAINT applications_pkey PRIMARY KEY (app_name)
+);
+
+-- ApplicationCreated is Unleash's `application-created`; the kinds of every other type stay
+-- what 0026 gives (`verify` compares them), and no event of the new types exists before this
+-- migration. A later migration that replaces event_kind starts from this body.
+CREATE OR REPLACE FUNCTION event_kind(p_type text, p_data jsonb) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE p_type
+        WHEN 'FeatureCreated' THEN 'feature-created'
+        WHEN 'FeatureCloned' THEN 'feature-created'
+        WHEN 'FeatureArchived' THEN 'feature-archived'
+        WHEN 'FeatureRevived' THEN 'feature-revived'
+        WHEN 'FeatureDeleted' THEN 'feature-deleted'
+        WHEN 'FeatureStaleSet' THEN
+            CASE WHEN p_data -> 'stale' = 'true'::jsonb THEN 'feature-stale-on'
+                 ELSE 'feature-stale-off' END
+        WHEN 'StrategyAdded' THEN 'feature-strategy-add'
+        WHEN 'StrategyUpdated' THEN 'feature-strategy-update'
+        WHEN 'StrategyRemoved' THEN 'feature-strategy-remove'
+        WHEN 'FeatureEnvironmentEnabled' THEN 'feature-environment-enabled'
+        WHEN 'FeatureEnvironmentDisabled' THEN 'feature-environment-disabled'
+        WHEN 'EnvironmentVariantsSet' THEN 'feature-environment-variants-updated'
+        WHEN 'FeatureTagged' THEN 'feature-tagged'
+        WHEN 'FeatureUntagged' THEN 'feature-untagged'
+        WHEN 'DependencyAdded' THEN 'feature-dependency-added'
+        WHEN 'DependencyRemoved' THEN 'feature-dependency-removed'
+        WHEN 'SegmentCreated' THEN 'segment-created'
+        WHEN 'SegmentUpdated' THEN 'segment-updated'
+        WHEN 'SegmentDeleted' THEN 'segment-deleted'
+        WHEN 'ProjectCreated' THEN 'project-created'
+        WHEN 'ProjectArchived' THEN 'project-archived'
+        WHEN 'ProjectEnvironmentEnabled' THEN 'project-environment-added'
+        WHEN 'ProjectEnvironmentDisabled' THEN 'project-environment-removed'
+        WHEN 'EnvironmentCreated' THEN 'environment-created'
+        WHEN 'ApiTokenCreated' THEN 'api-token-created'
+        WHEN 'ApiTokenDeleted' THEN 'api-token-deleted'
+        WHEN 'UserCreated' THEN 'user-created'
+        WHEN 'UserUpdated' THEN 'user-updated'
+        WHEN 'UserDeleted' THEN 'user-deleted'
+        WHEN 'ServiceAccountCreated' THEN 'service-account-created'
+        WHEN 'ServiceAccountUpdated' THEN 'service-account-updated'
+        WHEN 'ServiceAccountDeleted' THEN 'service-account-deleted'
+        WHEN 'PersonalAccessTokenCreated' THEN 'pat-created'
+        WHEN 'PersonalAccessTokenDeleted' THEN 'pat-deleted'
+        WHEN 'TagTypeCreated' THEN 'tag-type-created'
+        WHEN 'TagTypeUpdated' THEN 'tag-type-updated'
+        WHEN 'TagTypeDeleted' THEN 'tag-type-deleted'
+        WHEN 'TagCreated' THEN 'tag-created'
+        WHEN 'FeatureTypeLifetimeChanged' THEN 'feature-type-updated'
+        WHEN 'FeatureUpdated' THEN 'feature-metadata-updated'
+        WHEN 'StrategiesReordered' THEN 'strategy-order-changed'
+        WHEN 'ApplicationCreated' THEN 'application-created'
+        ELSE p_type
+    END
+$$;
+
+-- When each flag was first enabled in each environment (async projection lead_times: the
+-- commit's time, which the log's global section gives after the inline projections ran): a
+-- project's lead time to production (GET /api/admin/projects/:id/dora), exactly from the log.
+CREATE TABLE readmodel.feature_lead_times (
+    feature_name text NOT NULL,
+    environment  text NOT NULL,
+    enabled_at   timestamptz NOT NULL,
+    CONSTRAINT feature_lead_times_pkey PRIMARY KEY (feature_name, environment)
+);
+INSERT INTO projection_checkpoints (name) VALUES ('lead_times');
