@@ -61,10 +61,6 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
         WHEN 'EnvironmentCreated' THEN 'environment-created'
         WHEN 'ApiTokenCreated' THEN 'api-token-created'
         WHEN 'ApiTokenDeleted' THEN 'api-token-deleted'
-        WHEN 'ApiTokenExpiryChanged' THEN 'api-token-updated'
-        WHEN 'InviteLinkCreated' THEN 'public-signup-token-created'
-        WHEN 'InviteLinkUpdated' THEN 'public-signup-token-updated'
-        WHEN 'InviteLinkUsed' THEN 'public-signup-token-user-added'
         WHEN 'UserCreated' THEN 'user-created'
         WHEN 'UserUpdated' THEN 'user-updated'
         WHEN 'UserDeleted' THEN 'user-deleted'
@@ -80,6 +76,10 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
         WHEN 'FeatureTypeLifetimeChanged' THEN 'feature-type-updated'
         WHEN 'FeatureUpdated' THEN 'feature-metadata-updated'
         WHEN 'StrategiesReordered' THEN 'strategy-order-changed'
+        WHEN 'ApiTokenExpiryChanged' THEN 'api-token-updated'
+        WHEN 'InviteLinkCreated' THEN 'public-signup-token-created'
+        WHEN 'InviteLinkUpdated' THEN 'public-signup-token-updated'
+        WHEN 'InviteLinkUsed' THEN 'public-signup-token-user-added'
         ELSE p_type
     END
 $$;

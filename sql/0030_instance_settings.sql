@@ -17,7 +17,7 @@ CREATE TABLE readmodel.frontend_settings (
 
 -- Unleash records a change of either setting as `setting-updated` (`setting-created` the first
 -- time; here every change is `setting-updated`: docs/behavior.md). The two lines before ELSE
--- are new; the rest is 0026's body. No event of the new types exists before this migration.
+-- that name them are new; the rest is 0029's body. No event of the new types exists before this migration.
 CREATE OR REPLACE FUNCTION event_kind(p_type text, p_data jsonb) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT CASE p_type
@@ -64,6 +64,10 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
         WHEN 'FeatureTypeLifetimeChanged' THEN 'feature-type-updated'
         WHEN 'FeatureUpdated' THEN 'feature-metadata-updated'
         WHEN 'StrategiesReordered' THEN 'strategy-order-changed'
+        WHEN 'ApiTokenExpiryChanged' THEN 'api-token-updated'
+        WHEN 'InviteLinkCreated' THEN 'public-signup-token-created'
+        WHEN 'InviteLinkUpdated' THEN 'public-signup-token-updated'
+        WHEN 'InviteLinkUsed' THEN 'public-signup-token-user-added'
         WHEN 'MaintenanceModeSet' THEN 'setting-updated'
         WHEN 'FrontendApiOriginsSet' THEN 'setting-updated'
         ELSE p_type

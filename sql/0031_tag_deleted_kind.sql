@@ -1,5 +1,5 @@
 -- Deleting a tag records `TagDeleted`, which Unleash calls `tag-deleted` (issue 43, the event
--- log's slice): event_kind (last replaced in 0026) learns that name. Every other type keeps its
+-- log's slice): event_kind (last replaced in 0030) learns that name. Every other type keeps its
 -- kind, so the kinds stored before stay what the function gives (`verify` compares them); no
 -- event of the new type exists before this migration. A later migration that replaces
 -- event_kind starts from this body.
@@ -46,10 +46,16 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
         WHEN 'TagTypeUpdated' THEN 'tag-type-updated'
         WHEN 'TagTypeDeleted' THEN 'tag-type-deleted'
         WHEN 'TagCreated' THEN 'tag-created'
-        WHEN 'TagDeleted' THEN 'tag-deleted'
         WHEN 'FeatureTypeLifetimeChanged' THEN 'feature-type-updated'
         WHEN 'FeatureUpdated' THEN 'feature-metadata-updated'
         WHEN 'StrategiesReordered' THEN 'strategy-order-changed'
+        WHEN 'ApiTokenExpiryChanged' THEN 'api-token-updated'
+        WHEN 'InviteLinkCreated' THEN 'public-signup-token-created'
+        WHEN 'InviteLinkUpdated' THEN 'public-signup-token-updated'
+        WHEN 'InviteLinkUsed' THEN 'public-signup-token-user-added'
+        WHEN 'MaintenanceModeSet' THEN 'setting-updated'
+        WHEN 'FrontendApiOriginsSet' THEN 'setting-updated'
+        WHEN 'TagDeleted' THEN 'tag-deleted'
         ELSE p_type
     END
 $$;

@@ -5,7 +5,7 @@
 ALTER TABLE readmodel.environments ADD COLUMN enabled boolean NOT NULL DEFAULT true;
 ALTER TABLE readmodel.project_environments ADD COLUMN default_strategy jsonb;
 
--- event_kind (last replaced in 0026) learns Unleash's name of DefaultStrategySet,
+-- event_kind (last replaced in 0031) learns Unleash's name of DefaultStrategySet,
 -- `default-strategy-updated`; every other type keeps its kind (none of the new types exists
 -- before this migration). EnvironmentSwitched and EnvironmentSortOrderSet have no Unleash
 -- event (Unleash records none for them): they keep their own names.
@@ -38,7 +38,6 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
         WHEN 'ProjectEnvironmentEnabled' THEN 'project-environment-added'
         WHEN 'ProjectEnvironmentDisabled' THEN 'project-environment-removed'
         WHEN 'EnvironmentCreated' THEN 'environment-created'
-        WHEN 'DefaultStrategySet' THEN 'default-strategy-updated'
         WHEN 'ApiTokenCreated' THEN 'api-token-created'
         WHEN 'ApiTokenDeleted' THEN 'api-token-deleted'
         WHEN 'UserCreated' THEN 'user-created'
@@ -56,6 +55,14 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
         WHEN 'FeatureTypeLifetimeChanged' THEN 'feature-type-updated'
         WHEN 'FeatureUpdated' THEN 'feature-metadata-updated'
         WHEN 'StrategiesReordered' THEN 'strategy-order-changed'
+        WHEN 'ApiTokenExpiryChanged' THEN 'api-token-updated'
+        WHEN 'InviteLinkCreated' THEN 'public-signup-token-created'
+        WHEN 'InviteLinkUpdated' THEN 'public-signup-token-updated'
+        WHEN 'InviteLinkUsed' THEN 'public-signup-token-user-added'
+        WHEN 'MaintenanceModeSet' THEN 'setting-updated'
+        WHEN 'FrontendApiOriginsSet' THEN 'setting-updated'
+        WHEN 'TagDeleted' THEN 'tag-deleted'
+        WHEN 'DefaultStrategySet' THEN 'default-strategy-updated'
         ELSE p_type
     END
 $$;

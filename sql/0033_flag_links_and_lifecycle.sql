@@ -51,7 +51,7 @@ WITH starts AS (
 INSERT INTO readmodel.feature_lifecycle (feature_name, initial_at)
 SELECT stream_key, at FROM starts;
 
--- event_kind (0026's body) learns Unleash's names of the new types.
+-- event_kind (0032's body) learns Unleash's names of the new types.
 CREATE OR REPLACE FUNCTION event_kind(p_type text, p_data jsonb) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT CASE p_type
@@ -98,6 +98,14 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
         WHEN 'FeatureTypeLifetimeChanged' THEN 'feature-type-updated'
         WHEN 'FeatureUpdated' THEN 'feature-metadata-updated'
         WHEN 'StrategiesReordered' THEN 'strategy-order-changed'
+        WHEN 'ApiTokenExpiryChanged' THEN 'api-token-updated'
+        WHEN 'InviteLinkCreated' THEN 'public-signup-token-created'
+        WHEN 'InviteLinkUpdated' THEN 'public-signup-token-updated'
+        WHEN 'InviteLinkUsed' THEN 'public-signup-token-user-added'
+        WHEN 'MaintenanceModeSet' THEN 'setting-updated'
+        WHEN 'FrontendApiOriginsSet' THEN 'setting-updated'
+        WHEN 'TagDeleted' THEN 'tag-deleted'
+        WHEN 'DefaultStrategySet' THEN 'default-strategy-updated'
         WHEN 'FeatureLinkAdded' THEN 'feature-link-added'
         WHEN 'FeatureLinkUpdated' THEN 'feature-link-updated'
         WHEN 'FeatureLinkRemoved' THEN 'feature-link-removed'

@@ -13,7 +13,7 @@ CREATE TABLE readmodel.applications (
 );
 
 -- ApplicationCreated is Unleash's `application-created`; the kinds of every other type stay
--- what 0026 gives (`verify` compares them), and no event of the new types exists before this
+-- what 0033 gives (`verify` compares them), and no event of the new types exists before this
 -- migration. A later migration that replaces event_kind starts from this body.
 CREATE OR REPLACE FUNCTION event_kind(p_type text, p_data jsonb) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
@@ -61,6 +61,19 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
         WHEN 'FeatureTypeLifetimeChanged' THEN 'feature-type-updated'
         WHEN 'FeatureUpdated' THEN 'feature-metadata-updated'
         WHEN 'StrategiesReordered' THEN 'strategy-order-changed'
+        WHEN 'ApiTokenExpiryChanged' THEN 'api-token-updated'
+        WHEN 'InviteLinkCreated' THEN 'public-signup-token-created'
+        WHEN 'InviteLinkUpdated' THEN 'public-signup-token-updated'
+        WHEN 'InviteLinkUsed' THEN 'public-signup-token-user-added'
+        WHEN 'MaintenanceModeSet' THEN 'setting-updated'
+        WHEN 'FrontendApiOriginsSet' THEN 'setting-updated'
+        WHEN 'TagDeleted' THEN 'tag-deleted'
+        WHEN 'DefaultStrategySet' THEN 'default-strategy-updated'
+        WHEN 'FeatureLinkAdded' THEN 'feature-link-added'
+        WHEN 'FeatureLinkUpdated' THEN 'feature-link-updated'
+        WHEN 'FeatureLinkRemoved' THEN 'feature-link-removed'
+        WHEN 'FeatureCompleted' THEN 'feature-completed'
+        WHEN 'FeatureUncompleted' THEN 'feature-uncompleted'
         WHEN 'ApplicationCreated' THEN 'application-created'
         ELSE p_type
     END
