@@ -66,6 +66,7 @@ from eventlog.events.strategy_definitions import (
 from eventlog.events.tags import TagCreated, TagTypeCreated, TagTypeDeleted, TagTypeUpdated
 from eventlog.events.users import (
     PasswordChanged,
+    PasswordResetRequested,
     PersonalAccessTokenCreated,
     PersonalAccessTokenDeleted,
     PersonalAccessTokensSeen,
@@ -118,6 +119,7 @@ DomainEvent: TypeAlias = (
     | UserUpdated
     | UserDeleted
     | PasswordChanged
+    | PasswordResetRequested
     | UserSignedIn
     | UserSignInFailed
     | UserSignedOut

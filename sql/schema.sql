@@ -722,6 +722,13 @@ CREATE TABLE readmodel.features (
     lifecycle_entered_at timestamp with time zone NOT NULL
 );
 
+-- Name: password_reset_tokens; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.password_reset_tokens (
+    token_hash text NOT NULL,
+    user_id bigint NOT NULL,
+    expires_at timestamp with time zone NOT NULL
+);
+
 -- Name: personal_access_tokens; Type: TABLE; Schema: readmodel
 CREATE TABLE readmodel.personal_access_tokens (
     id bigint NOT NULL,
@@ -1109,6 +1116,10 @@ ALTER TABLE ONLY readmodel.feature_types
 ALTER TABLE ONLY readmodel.features
     ADD CONSTRAINT features_pkey PRIMARY KEY (name);
 
+-- Name: password_reset_tokens password_reset_tokens_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.password_reset_tokens
+    ADD CONSTRAINT password_reset_tokens_pkey PRIMARY KEY (token_hash);
+
 -- Name: personal_access_tokens personal_access_tokens_pkey; Type: CONSTRAINT; Schema: readmodel
 ALTER TABLE ONLY readmodel.personal_access_tokens
     ADD CONSTRAINT personal_access_tokens_pkey PRIMARY KEY (id);
@@ -1223,6 +1234,9 @@ CREATE INDEX features_project_created_idx ON readmodel.features USING btree (pro
 
 -- Name: features_project_idx; Type: INDEX; Schema: readmodel
 CREATE INDEX features_project_idx ON readmodel.features USING btree (project, name);
+
+-- Name: password_reset_tokens_user_id; Type: INDEX; Schema: readmodel
+CREATE INDEX password_reset_tokens_user_id ON readmodel.password_reset_tokens USING btree (user_id);
 
 -- Name: personal_access_tokens_user_idx; Type: INDEX; Schema: readmodel
 CREATE INDEX personal_access_tokens_user_idx ON readmodel.personal_access_tokens USING btree (user_id, id);

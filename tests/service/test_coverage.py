@@ -95,13 +95,6 @@ OUT_OF_SCOPE: dict[tuple[str, str], str] = {
     ("GET", "/api/admin/telemetry/settings"): _ISSUE_43,
     ("POST", "/api/admin/ui-config"): _ISSUE_43,
     ("POST", "/api/admin/ui-config/cors"): _ISSUE_43,
-    ("GET", "/api/admin/user-admin/access"): _ISSUE_43,
-    ("GET", "/api/admin/user-admin/admin-count"): _ISSUE_43,
-    ("POST", "/api/admin/user-admin/reset-password"): _ISSUE_43,
-    ("POST", "/api/admin/user-admin/validate-password"): _ISSUE_43,
-    ("GET", "/api/admin/user-admin/{}/permissions"): _ISSUE_43,
-    ("POST", "/api/admin/user/change-password"): _ISSUE_43,
-    ("GET", "/api/admin/user/roles"): _ISSUE_43,
 }
 
 
