@@ -24,9 +24,10 @@ the token listing, user search with no match (`q=user12`), one (`q=user00042`) a
 many (`q=user000`: 100 users on both, ours' whole first page), the flag table of a project of
 SEARCH_FLAGS (10,000) flags as Unleash's UI opens it (`search-features`: a page of 25, newest
 first, favourites first, as a person with 5 favourites: the admin user's own token on the
-reference, an Admin person's on ours), and deleting one inactive user
-per request (POST /api/admin/user-admin/inactive/delete `{"ids": [id]}`). Before each delete
-cell a pool of inactive users is made on that server (ours: imported as created 500 and last
+reference, an Admin person's on ours), the users page's list (`users-list`: GET
+/api/admin/user-admin, every one of the 10,000 users, as the UI calls it), and deleting one
+inactive user per request (POST /api/admin/user-admin/inactive/delete `{"ids": [id]}`). Before
+each delete cell a pool of inactive users is made on that server (ours: imported as created 500 and last
 seen 400 days ago; the reference: inserted as created 400 days ago, never seen), big enough
 for POOL_PER_SECOND requests a second; the wrk script gives every request its own id. After
 the cell the users deleted are counted against the 200s, and the rest of the pool is deleted.
@@ -239,6 +240,8 @@ OPERATIONS = (
         for name, (q, _) in SEARCHES.items()
     ),
     Operation("search-features", 200, "get", SEARCH_PATH),
+    # The users page: every person, as Unleash's web UI lists them (GET, no parameters).
+    Operation("users-list", 200, "get", "/api/admin/user-admin"),
     Operation("delete", 200, "delete", "/api/admin/user-admin/inactive/delete"),
 )
 
