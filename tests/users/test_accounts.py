@@ -48,7 +48,7 @@ async def reset_link(client: Client, who: object) -> str:
     url = urllib.parse.urlsplit(body["resetPasswordUrl"])
     assert url.path == "/reset-password"
     (token,) = urllib.parse.parse_qs(url.query)["token"]
-    return token
+    return str(token)
 
 
 # --- user/roles -------------------------------------------------------------------------------
