@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 import pytest
 from playwright.sync_api import expect
@@ -42,7 +43,6 @@ def user_action(page: Page, row: Locator, action: str) -> None:
 
 
 def test_users_page_create_edit_role_reset_delete(journey: Journey) -> None:
-    page, api = journey.page, journey.api
     name = unique("acc")
     email = f"{name}@example.com"
     if journey.target.name == "ours" and not invite_links_answered(journey):
@@ -50,70 +50,89 @@ def test_users_page_create_edit_role_reset_delete(journey: Journey) -> None:
         # that lands beside this one, its 404 is the only answer of the page this is not about.
         journey.watch.allow("GET", "/api/admin/invite-link/tokens", 404)
     try:
-        # Create, as a Viewer.
-        journey.goto("/admin/users")
-        page.get_by_role("button", name="Add new user").click()
-        page.get_by_label("Full name").fill(name)
-        page.get_by_label("Email").fill(email)
-        choose_role(page, "Viewer")
-        with page.expect_response(journey.answered("POST", r"/api/admin/user-admin$")):
-            page.get_by_role("button", name="Create user").click()
-        added = page.get_by_role("dialog").filter(has_text="Team member added")
-        added.get_by_role("button", name="Close").click()
-        created = user_by_email(journey, email)
-        assert created is not None
-        assert (created["name"], created["rootRole"]) == (name, 3)
-
-        # Edit the name and change the root role to Editor.
-        journey.goto("/admin/users")
-        row = page.get_by_role("row").filter(has_text=email)
-        user_action(page, row, "Edit user")
-        full_name = page.get_by_label("Full name")
-        expect(full_name).to_have_value(name)  # the form is filled from the user, then edited
-        full_name.fill(f"{name} edited")
-        choose_role(page, "Editor")
-        with page.expect_response(journey.answered("PUT", r"/api/admin/user-admin/\d+$")):
-            page.get_by_role("button", name="Save").click()
-        edited = user_by_email(journey, email)
-        assert edited is not None
-        assert (edited["name"], edited["rootRole"]) == (f"{name} edited", 2)
-        journey.goto("/admin/users")  # the list as loaded now (the UI may show its cached one)
-        row = page.get_by_role("row").filter(has_text=email)
-        row.get_by_text(f"{name} edited").wait_for()
-        row.get_by_text("Editor", exact=True).wait_for()
-
-        # A reset link: the dialog shows it, and the link's token is one the server knows.
-        user_action(page, row, "Reset password")
-        dialog = page.get_by_role("dialog", name="Reset password")
-        with page.expect_response(journey.answered("POST", r"/user-admin/reset-password$")) as r:
-            dialog.get_by_role("button", name="Generate Link").click()
-        link = r.value.json()["resetPasswordUrl"]
-        assert "/reset-password?token=" in link
-        dialog.get_by_text(link).wait_for()
-        token = link.split("token=", 1)[1]
-        status, who = journey.api.call("GET", f"/auth/reset/validate?token={quote(token)}")
-        assert status == 200, who
-        assert who["email"] == email
-        if SHOT:
-            page.screenshot(path=SHOT)
-        dialog.get_by_role("button", name="Close").click()
-        dialog.wait_for(state="hidden")
+        create_in_ui(journey, name, email)
+        edit_in_ui(journey, name, email)
+        link = reset_in_ui(journey, email)
         follow_reset_link(journey, link, email)
-
-        # Delete (from the page anew: the closed dialog's menu keeps the row's buttons hidden).
-        journey.goto("/admin/users")
-        row = page.get_by_role("row").filter(has_text=email)
-        user_action(page, row, "Remove user")
-        confirm = page.get_by_role("dialog").filter(has_text="Delete")
-        with page.expect_response(journey.answered("DELETE", r"/api/admin/user-admin/\d+$")):
-            confirm.get_by_role("button", name="Delete user").click()
-        page.get_by_role("row").filter(has_text=email).wait_for(state="detached")
-        assert user_by_email(journey, email) is None
+        delete_in_ui(journey, email)
         journey.watch.assert_clean()
     finally:
         left = user_by_email(journey, email)
         if left is not None:
-            api.call("DELETE", f"/api/admin/user-admin/{left['id']}")
+            journey.api.call("DELETE", f"/api/admin/user-admin/{left['id']}")
+
+
+def create_in_ui(journey: Journey, name: str, email: str) -> None:
+    """Created as a Viewer."""
+    page = journey.page
+    journey.goto("/admin/users")
+    page.get_by_role("button", name="Add new user").click()
+    page.get_by_label("Full name").fill(name)
+    page.get_by_label("Email").fill(email)
+    choose_role(page, "Viewer")
+    with page.expect_response(journey.answered("POST", r"/api/admin/user-admin$")):
+        page.get_by_role("button", name="Create user").click()
+    added = page.get_by_role("dialog").filter(has_text="Team member added")
+    added.get_by_role("button", name="Close").click()
+    created = user_by_email(journey, email)
+    assert created is not None
+    assert (created["name"], created["rootRole"]) == (name, 3)
+
+
+def edit_in_ui(journey: Journey, name: str, email: str) -> None:
+    """The name edited and the root role changed to Editor."""
+    page = journey.page
+    journey.goto("/admin/users")
+    row = page.get_by_role("row").filter(has_text=email)
+    user_action(page, row, "Edit user")
+    full_name = page.get_by_label("Full name")
+    expect(full_name).to_have_value(name)  # the form is filled from the user, then edited
+    full_name.fill(f"{name} edited")
+    choose_role(page, "Editor")
+    with page.expect_response(journey.answered("PUT", r"/api/admin/user-admin/\d+$")):
+        page.get_by_role("button", name="Save").click()
+    edited = user_by_email(journey, email)
+    assert edited is not None
+    assert (edited["name"], edited["rootRole"]) == (f"{name} edited", 2)
+    journey.goto("/admin/users")  # the list as loaded now (the UI may show its cached one)
+    row = page.get_by_role("row").filter(has_text=email)
+    row.get_by_text(f"{name} edited").wait_for()
+    row.get_by_text("Editor", exact=True).wait_for()
+
+
+def reset_in_ui(journey: Journey, email: str) -> str:
+    """A reset link: the dialog shows it, and its token is one the server knows. The link."""
+    page = journey.page
+    row = page.get_by_role("row").filter(has_text=email)
+    user_action(page, row, "Reset password")
+    dialog = page.get_by_role("dialog", name="Reset password")
+    with page.expect_response(journey.answered("POST", r"/user-admin/reset-password$")) as made:
+        dialog.get_by_role("button", name="Generate Link").click()
+    link = str(made.value.json()["resetPasswordUrl"])
+    assert "/reset-password?token=" in link
+    dialog.get_by_text(link).wait_for()
+    token = link.split("token=", 1)[1]
+    status, who = journey.api.call("GET", f"/auth/reset/validate?token={quote(token, safe='')}")
+    assert status == 200, who
+    assert who["email"] == email
+    if SHOT:
+        page.screenshot(path=SHOT)
+    dialog.get_by_role("button", name="Close").click()
+    dialog.wait_for(state="hidden")
+    return link
+
+
+def delete_in_ui(journey: Journey, email: str) -> None:
+    """From the page anew: the closed dialog's menu keeps the row's buttons hidden."""
+    page = journey.page
+    journey.goto("/admin/users")
+    row = page.get_by_role("row").filter(has_text=email)
+    user_action(page, row, "Remove user")
+    confirm = page.get_by_role("dialog").filter(has_text="Delete")
+    with page.expect_response(journey.answered("DELETE", r"/api/admin/user-admin/\d+$")):
+        confirm.get_by_role("button", name="Delete user").click()
+    page.get_by_role("row").filter(has_text=email).wait_for(state="detached")
+    assert user_by_email(journey, email) is None
 
 
 NEW_PASSWORD = "Br0wser!Reset#2026"
@@ -142,7 +161,7 @@ def follow_reset_link(journey: Journey, link: str, email: str) -> None:
         )
         assert signed_in.status == 200, signed_in.text()
         token = path.split("token=", 1)[1]
-        status, _ = journey.api.call("GET", f"/auth/reset/validate?token={quote(token)}")
+        status, _ = journey.api.call("GET", f"/auth/reset/validate?token={quote(token, safe='')}")
         assert status == 401
         watch.assert_clean()
     finally:
@@ -151,12 +170,6 @@ def follow_reset_link(journey: Journey, link: str, email: str) -> None:
 
 def invite_links_answered(journey: Journey) -> bool:
     return journey.api.call("GET", "/api/admin/invite-link/tokens")[0] == 200
-
-
-def quote(token: str) -> str:
-    from urllib.parse import quote as url_quote
-
-    return url_quote(token, safe="")
 
 
 def test_profile_personal_access_tokens(journey: Journey) -> None:
