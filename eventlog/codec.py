@@ -90,6 +90,7 @@ from eventlog.events.tags import (
 )
 from eventlog.events.users import (
     PasswordChanged,
+    PasswordResetRequested,
     PersonalAccessTokenCreated,
     PersonalAccessTokenDeleted,
     PersonalAccessTokensSeen,
@@ -146,6 +147,7 @@ DomainEvent: TypeAlias = (
     | UserUpdated
     | UserDeleted
     | PasswordChanged
+    | PasswordResetRequested
     | UserSignedIn
     | UserSignInFailed
     | UserSignedOut

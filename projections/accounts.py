@@ -1,5 +1,5 @@
 """Read models of accounts: `users` (people and service accounts), `user_passwords`,
-`personal_access_tokens` and `sessions`."""
+`personal_access_tokens`, `sessions` and `password_reset_tokens`."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from eventlog.events.users import (
     PasswordChanged,
+    PasswordResetRequested,
     PersonalAccessTokenCreated,
     PersonalAccessTokenDeleted,
     PersonalAccessTokensSeen,
@@ -34,6 +35,7 @@ USERS = Table("users", ("id",))
 USER_PASSWORDS = Table("user_passwords", ("user_id",))
 PERSONAL_ACCESS_TOKENS = Table("personal_access_tokens", ("id",))
 SESSIONS = Table("sessions", ("session_hash",))
+PASSWORD_RESET_TOKENS = Table("password_reset_tokens", ("token_hash",))
 
 
 def _account(account_id: int, account_type: str, **columns: object) -> Insert:
@@ -47,6 +49,7 @@ def _delete_accounts(ids: Sequence[int]) -> list[Write]:
         *(Delete(USER_PASSWORDS, {"user_id": i}) for i in ids),
         *(Delete(PERSONAL_ACCESS_TOKENS, {"user_id": i}) for i in ids),
         *(Delete(SESSIONS, {"user_id": i}) for i in ids),
+        *(Delete(PASSWORD_RESET_TOKENS, {"user_id": i}) for i in ids),
         *(Delete(USERS, {"id": i}) for i in ids),
     ]
 
@@ -96,8 +99,16 @@ def writes(recorded: RecordedEvent) -> list[Write]:  # noqa: C901, PLR0911, PLR0
             password = {"user_id": e.user_id, "password_hash": e.password_hash}
             return [
                 Delete(SESSIONS, {"user_id": e.user_id}),
+                Delete(PASSWORD_RESET_TOKENS, {"user_id": e.user_id}),  # a link is used once
                 Update(USERS, {"id": e.user_id}, {"login_attempts": 0}),
                 Insert(USER_PASSWORDS, password, update=("password_hash",)),
+            ]
+        case PasswordResetRequested() as e:
+            link = {"token_hash": e.token_hash, "user_id": e.user_id, "expires_at": e.expires_at}
+            # A newer link replaces the person's earlier ones, as in Unleash.
+            return [
+                Delete(PASSWORD_RESET_TOKENS, {"user_id": e.user_id}),
+                Insert(PASSWORD_RESET_TOKENS, link),
             ]
         case UserSignedIn() as e:
             session = {
@@ -159,11 +170,12 @@ def writes(recorded: RecordedEvent) -> list[Write]:  # noqa: C901, PLR0911, PLR0
 PROJECTION = Projection(
     name="accounts",
     mode="inline",
-    tables=(USERS, USER_PASSWORDS, PERSONAL_ACCESS_TOKENS, SESSIONS),
+    tables=(USERS, USER_PASSWORDS, PERSONAL_ACCESS_TOKENS, SESSIONS, PASSWORD_RESET_TOKENS),
     writes=writes,
     handles=frozenset(
         {
             PasswordChanged,
+            PasswordResetRequested,
             PersonalAccessTokenCreated,
             PersonalAccessTokenDeleted,
             PersonalAccessTokensSeen,

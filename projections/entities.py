@@ -49,6 +49,8 @@ PARTS: Final[dict[str, Part | None]] = {
     accounts.PERSONAL_ACCESS_TOKENS.name: Part("account", "user_id", "tokens", ("secret_hash",)),
     # Sessions are named by a secret's hash: not shown (a sign-in shows as the user's seen_at).
     accounts.SESSIONS.name: None,
+    # Reset links likewise: named by a secret's hash, and short-lived.
+    accounts.PASSWORD_RESET_TOKENS.name: None,
     projects.ENVIRONMENTS.name: Part("environment", "name"),
     projects.PROJECTS.name: Part("project", "id"),
     projects.PROJECT_ENVIRONMENTS.name: Part("project", "project_id", "environments"),

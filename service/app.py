@@ -79,6 +79,7 @@ from service.telemetry import retention, usage
 from service.users import deletions
 from service.users.failures import FAILED_SIGN_INS, FailedSignIns
 from service.users.handlers import (
+    accounts,
     inactive,
     preferences,
     search,
@@ -153,6 +154,7 @@ ROUTES: list[Route] = [
     *search.ROUTES,  # before /user-admin/{id}, which would take `search` for an id
     *inactive.ROUTES,
     *users.ROUTES,
+    *accounts.ROUTES,
     *tokens.ROUTES,
     *service_accounts.ROUTES,
     *api_tokens.ROUTES,

@@ -171,6 +171,13 @@ class PasswordMismatch(AppError):
     name = "PasswordMismatch"  # Unleash's name for it
 
 
+class InvalidToken(AppError):
+    """A reset link's token that is unknown, used or expired (one answer for all three)."""
+
+    status = 401
+    name = "InvalidTokenError"  # Unleash's name for it
+
+
 class PatLimit(AppError):
     """An account already holds the most personal access tokens allowed."""
 

@@ -49,13 +49,25 @@ class UserDeleted(Event, frozen=True, kw_only=True, tag="UserDeleted"):
 
 
 class PasswordChanged(Event, frozen=True, kw_only=True, tag="PasswordChanged"):
-    """A new password, as its argon2id hash only. Ends the account's sessions and resets
-    its failed sign-in count."""
+    """A new password, as its argon2id hash only. Ends the account's sessions and reset links
+    and resets its failed sign-in count."""
 
     not_personal: ClassVar[tuple[str, ...]] = ("password_hash",)
 
     user_id: int
     password_hash: str
+
+
+class PasswordResetRequested(Event, frozen=True, kw_only=True, tag="PasswordResetRequested"):
+    """An admin made a reset link for a person: the link's token is known by its sha256 only,
+    and holds until `expires_at` or until any new password (a reset with it, or another way),
+    whichever comes first. A newer link of the same person replaces it."""
+
+    not_personal: ClassVar[tuple[str, ...]] = ("token_hash",)
+
+    user_id: int
+    token_hash: str
+    expires_at: datetime
 
 
 class UserSignedIn(Event, frozen=True, kw_only=True, tag="UserSignedIn"):

@@ -134,3 +134,53 @@ class UpdateFeedback(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     never_show: bool = False
     given: Annotated[datetime, msgspec.Meta(tz=True)] | None = None
     user_id: int | None = None  # in Unleash's schema; the caller is the user, whatever it says
+
+
+class ChangeOwnPassword(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """A person's new password (Unleash's passwordSchema): the current one is checked, and a
+    confirmation, when given, must equal the new one."""
+
+    example: ClassVar[dict[str, object]] = {
+        "password": "Correct-Horse-Battery-9",
+        "confirmPassword": "Correct-Horse-Battery-9",
+        "oldPassword": "Tr0ub4dor&3-Old-One",
+    }
+    password: Password
+    confirm_password: Password | None = None
+    old_password: Password | None = None
+
+
+class CheckPassword(msgspec.Struct, frozen=True, kw_only=True):
+    """A password checked against the strength rules only (Unleash's validatePasswordSchema)."""
+
+    example: ClassVar[dict[str, object]] = {"password": "Correct-Horse-Battery-9"}
+    password: Password
+
+
+class RequestPasswordReset(msgspec.Struct, frozen=True, kw_only=True):
+    """Whose password a reset link is for (Unleash's idSchema): the e-mail address the web UI
+    sends, a username, or the account's numeric id."""
+
+    example: ClassVar[dict[str, object]] = {"id": "ada@example.com"}
+    id: (
+        Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
+        | Annotated[int, msgspec.Meta(ge=1, le=2**63 - 1)]
+    )
+
+
+class ResetPassword(msgspec.Struct, frozen=True, kw_only=True):
+    """A new password set with a reset link's token (Unleash's changePasswordSchema)."""
+
+    example: ClassVar[dict[str, object]] = {
+        "token": "an-unguessable-token-from-the-link",
+        "password": "Correct-Horse-Battery-9",
+    }
+    token: Annotated[str, msgspec.Meta(max_length=255)]
+    password: Password
+
+
+class ResetEmail(msgspec.Struct, frozen=True, kw_only=True):
+    """Whose reset e-mail to send (Unleash's emailSchema); this service sends none."""
+
+    example: ClassVar[dict[str, object]] = {"email": "ada@example.com"}
+    email: Text

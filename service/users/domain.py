@@ -14,6 +14,7 @@ from eventlog.events.preferences import FeedbackRecorded, SplashSeen
 from eventlog.events.users import (
     ImportedUser,
     PasswordChanged,
+    PasswordResetRequested,
     PersonalAccessTokenCreated,
     PersonalAccessTokenDeleted,
     PersonalAccessTokensSeen,
@@ -32,7 +33,14 @@ from eventlog.events.users import (
     UserUpdated,
 )
 from service.auth import ROOT_ROLES
-from service.errors import NameExists, NotFound, PasswordMismatch, PatLimit, ValidationError
+from service.errors import (
+    InvalidToken,
+    NameExists,
+    NotFound,
+    PasswordMismatch,
+    PatLimit,
+    ValidationError,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence
@@ -61,6 +69,13 @@ PAT_LIMIT: Final = 10  # a person's own tokens, as Unleash's default
 # Service accounts are machines an admin manages, often one token per deployment: a wider bound.
 SERVICE_ACCOUNT_TOKEN_LIMIT: Final = 1000
 MAX_LIFETIME: Final = timedelta(days=36525)
+RESET_LIFETIME: Final = timedelta(days=1)  # a reset link's, as Unleash's
+OLD_PASSWORD_WRONG: Final = (
+    "The old password you provided is invalid. If you have forgotten your password, visit "
+    "/forgotten-password or get in touch with your instance administrator."
+)
+INVALID_TOKEN: Final = "Token was not valid"
+NO_USER: Final = "No user found"
 
 
 class Account(msgspec.Struct, frozen=True, kw_only=True):
@@ -185,6 +200,78 @@ def delete_user(user_id: int, account: Account | None) -> UserDeleted:
 def change_password(user_id: int, account: Account | None, password_hash: str) -> PasswordChanged:
     _found(account, user_id)
     return PasswordChanged(user_id=user_id, password_hash=password_hash)
+
+
+def change_own_password(
+    account: Account | None,
+    *,
+    user_id: int,
+    old_password_ok: bool,
+    hash_unchanged: bool,
+    password_hash: str,
+) -> PasswordChanged:
+    """A person's own new password: only with their current one (a password replaced while the
+    old one was being checked voids the check, as at sign-in)."""
+    current = _found(account, user_id)
+    if not (old_password_ok and hash_unchanged):
+        raise PasswordMismatch(OLD_PASSWORD_WRONG)
+    return PasswordChanged(user_id=current.id, password_hash=password_hash)
+
+
+def continue_session(user_id: int, session_hash: str, now: datetime) -> UserSignedIn:
+    """The session that changed its own password goes on as a new one (the change ends the
+    others, and the one it was)."""
+    return UserSignedIn(
+        user_id=user_id,
+        seen_at=now,
+        session_hash=session_hash,
+        session_expires_at=now + SESSION_LIFETIME,
+    )
+
+
+def own_password_request(
+    password: str, confirm_password: str | None, old_password: str | None
+) -> str:
+    """The old password a change of one's own needs, after the shape of the request is checked
+    in Unleash's order: a confirmation that differs, then a missing old password."""
+    if confirm_password is not None and confirm_password != password:
+        raise ValidationError("Passwords do not match - at `$.confirmPassword`")
+    if old_password is None:
+        raise ValidationError("The old password is required - at `$.oldPassword`")
+    return old_password
+
+
+def request_password_reset(
+    account: Account | None, *, token_hash: str, now: datetime
+) -> PasswordResetRequested:
+    """A reset link for a person (not a service account, which has no password)."""
+    if account is None or account.account_type != USER:
+        raise NotFound(NO_USER)
+    return PasswordResetRequested(
+        user_id=account.id, token_hash=token_hash, expires_at=now + RESET_LIFETIME
+    )
+
+
+def reset_password(
+    account: Account | None,
+    *,
+    link_user: int | None,
+    link_expires_at: datetime | None,
+    password_hash: str,
+    now: datetime,
+) -> PasswordChanged:
+    """A new password with a reset link: link_user and link_expires_at are the link's (None:
+    no such link), account the person's, locked. The PasswordChanged ends the link."""
+    if (
+        link_user is None
+        or link_expires_at is None
+        or link_expires_at <= now
+        or account is None
+        or account.id != link_user
+        or account.account_type != USER
+    ):
+        raise InvalidToken(INVALID_TOKEN)
+    return PasswordChanged(user_id=account.id, password_hash=password_hash)
 
 
 # A replica records at most one UserSignInFailed per account per minute; the wrong passwords in

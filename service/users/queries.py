@@ -170,3 +170,34 @@ FEEDBACK_STATE = """
 SELECT EXISTS (SELECT FROM user_feedback WHERE user_id = $1 AND feedback_id = $2) AS known,
        (SELECT count(*) FROM user_feedback WHERE user_id = $1) AS count
 """
+
+# The users page's list (GET /api/admin/user-admin) as ids and row versions, in id order, in
+# one row of arrays: the records remembered at those versions answer (service/users/records.py).
+LIST_VERSIONS = """
+SELECT coalesce(array_agg(u.id ORDER BY u.id), '{}') AS ids,
+       coalesce(array_agg(u.xmin::text::bigint ORDER BY u.id), '{}') AS versions
+FROM users u WHERE u.account_type = 'User'
+"""
+
+# Admins (root role 1) by kind: people with a password, people without, service accounts.
+ADMIN_COUNT = """
+SELECT count(*) FILTER (WHERE u.account_type = 'User' AND pw.user_id IS NOT NULL) AS password,
+       count(*) FILTER (WHERE u.account_type = 'User' AND pw.user_id IS NULL) AS no_password,
+       count(*) FILTER (WHERE u.account_type = 'Service Account') AS service
+FROM users u LEFT JOIN user_passwords pw ON pw.user_id = u.id
+WHERE u.root_role = 1
+"""
+ACCESS = """
+SELECT u.id, u.name, u.email, u.username, u.account_type FROM users u ORDER BY u.id
+"""
+# Whose reset link: an e-mail (any case), else a username (as written), of a person.
+PERSON_BY_EMAIL_OR_USERNAME = """
+SELECT u.id FROM users u
+WHERE u.account_type = 'User' AND (lower(u.email) = lower($1) OR u.username = $1)
+ORDER BY (lower(u.email) = lower($1)) DESC NULLS LAST, u.id
+LIMIT 1
+"""
+RESET_LINK = """
+SELECT r.user_id, r.expires_at FROM password_reset_tokens r WHERE r.token_hash = $1
+"""
+ENVIRONMENT_EXISTS = "SELECT EXISTS (SELECT FROM environments WHERE name = $1)"

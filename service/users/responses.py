@@ -255,3 +255,100 @@ class PersonalAccessTokenList(msgspec.Struct, frozen=True, kw_only=True):
     @classmethod
     def from_rows(cls, rows: Sequence[asyncpg.Record]) -> PersonalAccessTokenList:
         return cls(pats=[PersonalAccessToken.from_row(row) for row in rows])
+
+
+class AdminCount(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """Admins (root role Admin) by kind (Unleash's adminCountSchema)."""
+
+    password: int
+    no_password: int
+    service: int
+
+
+class AccessUser(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """An account as the access overview names it: what is not set is left out, as in Unleash."""
+
+    id: int
+    name: str | None = None
+    email: str | None = None
+    username: str | None = None
+    account_type: str
+
+    @classmethod
+    def from_row(cls, row: asyncpg.Record) -> AccessUser:
+        return cls(
+            id=row["id"],
+            name=row["name"],
+            email=row["email"],
+            username=row["username"],
+            account_type=row["account_type"],
+        )
+
+
+class Access(msgspec.Struct, frozen=True, kw_only=True):
+    """GET /api/admin/user-admin/access: every account; no groups (an Enterprise feature)."""
+
+    users: list[AccessUser]
+    groups: list[dict[str, Any]]  # always empty
+
+
+class PermissionHeld(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    id: int
+    name: str
+    display_name: str
+    type: str
+    has_permission: bool
+
+
+class EnvironmentPermissionHeld(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    environment: str
+    id: int
+    name: str
+    display_name: str
+    type: str
+    has_permission: bool
+
+
+class PermissionsOverview(msgspec.Struct, frozen=True, kw_only=True):
+    root: list[PermissionHeld]
+    project: list[PermissionHeld]
+    environment: list[EnvironmentPermissionHeld]
+
+
+class UserPermissions(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """GET /api/admin/user-admin/:id/permissions (Unleash's userAccessOverviewSchema)."""
+
+    overview: PermissionsOverview
+    user: User
+    root_role: RootRole
+    project_roles: list[dict[str, Any]]  # always empty: a root role holds in every project
+
+
+class RoleInProject(msgspec.Struct, frozen=True, kw_only=True):
+    """A role the caller holds in a project: their root role, which holds in every project."""
+
+    id: int
+    name: str
+    type: Literal["root"]
+    project: str
+    description: str
+
+
+class UserRoles(msgspec.Struct, frozen=True, kw_only=True):
+    version: int = 1
+    roles: list[RoleInProject]
+
+
+class ResetLink(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    reset_password_url: str
+
+
+class TokenUser(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """Whom a reset link is for (Unleash's tokenUserSchema)."""
+
+    id: int
+    name: str
+    email: str
+    token: str
+    created_by: str | None
+    role: RootRole

@@ -19,17 +19,18 @@ cells interleaved: for each operation and concurrency ours then the reference, t
 reversed every other round. While one side's cell runs, the other's server and PostgreSQL are
 paused (SIGSTOP, continued after with SIGCONT and a second to settle): each is measured with
 the machine to itself, and neither's background work lands in the other's cells.
-Operations: health, create a flag and clone `src` (fresh names),
-the token listing, user search with no match (`q=user12`), one (`q=user00042`) and
-many (`q=user000`: 100 users on both, ours' whole first page), the flag table of a project of
-SEARCH_FLAGS (10,000) flags as Unleash's UI opens it (`search-features`: a page of 25, newest
-first, favourites first, as a person with 5 favourites: the admin user's own token on the
-reference, an Admin person's on ours), and deleting one inactive user
-per request (POST /api/admin/user-admin/inactive/delete `{"ids": [id]}`). Before each delete
-cell a pool of inactive users is made on that server (ours: imported as created 500 and last
-seen 400 days ago; the reference: inserted as created 400 days ago, never seen), big enough
-for POOL_PER_SECOND requests a second; the wrk script gives every request its own id. After
-the cell the users deleted are counted against the 200s, and the rest of the pool is deleted.
+Operations: health, create a flag and clone `src` (fresh names), the token listing, user search
+with no match (`q=user12`), one (`q=user00042`) and many (`q=user000`: 100 users on both, ours'
+whole first page), the flag table of a project of SEARCH_FLAGS (10,000) flags as Unleash's UI
+opens it (`search-features`: a page of 25, newest first, favourites first, as a person with 5
+favourites: the admin user's own token on the reference, an Admin person's on ours), the users
+page's list (`users-list`: GET /api/admin/user-admin, every one of the 10,000 users, as the UI
+calls it), and deleting one inactive user per request (POST /api/admin/user-
+admin/inactive/delete `{"ids": [id]}`). Before each delete cell a pool of inactive users is made
+on that server (ours: imported as created 500 and last seen 400 days ago; the reference:
+inserted as created 400 days ago, never seen), big enough for POOL_PER_SECOND requests a second;
+the wrk script gives every request its own id. After the cell the users deleted are counted
+against the 200s, and the rest of the pool is deleted.
 
 Every cell's wrk script counts every answer's status; a cell fails when any answer had
 another status than the operation's (200; create and clone: 201 from the reference, 200 from
@@ -257,6 +258,8 @@ OPERATIONS = (
         for name, (q, _) in SEARCHES.items()
     ),
     Operation("search-features", 200, "get", SEARCH_PATH),
+    # The users page: every person, as Unleash's web UI lists them (GET, no parameters).
+    Operation("users-list", 200, "get", "/api/admin/user-admin"),
     Operation("delete", 200, "delete", "/api/admin/user-admin/inactive/delete"),
     Operation("playground", 200, "post", "/api/admin/playground"),
 )

@@ -164,6 +164,7 @@ async def test_verify_passes_on_a_healthy_log(any_conn: Conn) -> None:
         "user_passwords": "matches rebuild",
         "personal_access_tokens": "matches rebuild",
         "sessions": "matches rebuild",
+        "password_reset_tokens": "matches rebuild",
         "environments": "matches rebuild",
         "projects": "matches rebuild",
         "project_environments": "matches rebuild",

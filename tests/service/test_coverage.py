@@ -38,13 +38,6 @@ OUT_OF_SCOPE: dict[tuple[str, str], str] = {
         "SCIM provisioning is Enterprise-only in Unleash: the open-source server answers it "
         "only to say so, and there is no SCIM here to clean up after"
     ),
-    ("GET", "/api/admin/user-admin/access"): _ISSUE_43,
-    ("GET", "/api/admin/user-admin/admin-count"): _ISSUE_43,
-    ("POST", "/api/admin/user-admin/reset-password"): _ISSUE_43,
-    ("POST", "/api/admin/user-admin/validate-password"): _ISSUE_43,
-    ("GET", "/api/admin/user-admin/{}/permissions"): _ISSUE_43,
-    ("POST", "/api/admin/user/change-password"): _ISSUE_43,
-    ("GET", "/api/admin/user/roles"): _ISSUE_43,
 }
 
 

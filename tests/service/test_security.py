@@ -73,6 +73,17 @@ ROUTE_PERMISSIONS = [
     ("PUT", "/api/admin/user-admin/{id}", "ADMIN"),
     ("DELETE", "/api/admin/user-admin/{id}", "ADMIN"),
     ("POST", "/api/admin/user-admin/{id}/change-password", "ADMIN"),
+    ("POST", "/api/admin/user-admin/validate-password", "ADMIN"),
+    ("POST", "/api/admin/user-admin/reset-password", "ADMIN"),
+    ("GET", "/api/admin/user-admin/admin-count", "ADMIN"),
+    ("GET", "/api/admin/user-admin/access", "ADMIN"),
+    ("GET", "/api/admin/user-admin/{id}/permissions", "ADMIN"),
+    ("GET", "/api/admin/user/roles", "OWN_ACCOUNT"),
+    ("POST", "/api/admin/user/change-password", "OWN_ACCOUNT"),
+    ("GET", "/auth/reset/validate", "PUBLIC"),
+    ("POST", "/auth/reset/password", "PUBLIC"),
+    ("POST", "/auth/reset/validate-password", "PUBLIC"),
+    ("POST", "/auth/reset/password-email", "PUBLIC"),
     ("GET", "/api/admin/user/tokens", "OWN_ACCOUNT"),
     ("POST", "/api/admin/user/tokens", "OWN_ACCOUNT"),
     ("DELETE", "/api/admin/user/tokens/{id}", "OWN_ACCOUNT"),
@@ -385,7 +396,12 @@ async def test_public_routes_run_without_credentials(client: Client) -> None:
     for method, template, permission in ROUTE_PERMISSIONS:
         if permission != "PUBLIC":
             continue
-        body = {"username": "nobody", "password": "Wr0ng!Passw0rd#1"}
+        body = {
+            "username": "nobody",
+            "password": "Wr0ng!Passw0rd#1",
+            "token": "no-such-reset-link",
+            "email": "nobody@example.com",
+        }
         path = template.replace("{asset}", "swagger-ui.css").replace("{file}", UI_ASSET)
         path = path.replace("{token}", "unknown")
         resp = await client.request(method, path, json=body, allow_redirects=False)
@@ -393,6 +409,8 @@ async def test_public_routes_run_without_credentials(client: Client) -> None:
             assert (await resp.json())["name"] == "PasswordMismatch"
         elif template.startswith("/invite/"):  # the route itself ran: no such invite link
             assert (resp.status, (await resp.json())["name"]) == (400, "ValidationError")
+        elif template in {"/auth/reset/validate", "/auth/reset/password"}:  # refused the token
+            assert (await resp.json())["name"] == "InvalidTokenError"
         else:
             assert resp.status in {200, 302}, (method, template, resp.status)
 

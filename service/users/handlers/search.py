@@ -44,6 +44,8 @@ from service.users import queries, records
 from service.users.responses import User, UserList, UserPage, root_roles
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from eventlog.connections import Conn
 
 MIN_QUERY: Final = 2
@@ -104,7 +106,19 @@ async def remembered(
     then reads the page in one statement)."""
     page = await conn.fetchrow(queries.SEARCH_VERSIONS, *arguments(q, wanted), offset)
     assert page is not None  # an aggregate without GROUP BY: always one row
-    ids, versions = page["ids"], page["versions"]
+    return await page_of(conn, held_records, page["ids"], page["versions"], page["root_roles"])
+
+
+async def page_of(
+    conn: Conn,
+    held_records: records.Records,
+    ids: Sequence[int],
+    versions: Sequence[int],
+    role_ids: Sequence[int] | None,
+) -> UserPage | None:
+    """The people of these ids at these versions, from the records held and the rows of the
+    others; None when one of those changed in between. role_ids: the root roles the page
+    names (None: every one)."""
     now = time.monotonic()
     held = held_records.held(ids, versions, now)
     missing = records.wanted(ids, versions, held)
@@ -121,7 +135,7 @@ async def remembered(
         for account_id, record in zip(ids, held, strict=True)
     ]
     return UserPage(
-        users=msgspec.Raw(b"[" + b",".join(users) + b"]"), root_roles=root_roles(page["root_roles"])
+        users=msgspec.Raw(b"[" + b",".join(users) + b"]"), root_roles=root_roles(role_ids)
     )
 
 

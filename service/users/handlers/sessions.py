@@ -62,6 +62,11 @@ async def sign_in(request: web.Request) -> web.Response:
     if not any(isinstance(e, UserSignedIn) for e in events):
         raise PasswordMismatch(domain.WRONG_CREDENTIALS)  # after the commit: it is counted
     response = json_response(User.from_row(row))
+    set_session_cookie(response, request, session)
+    return response
+
+
+def set_session_cookie(response: web.Response, request: web.Request, session: str) -> None:
     response.set_cookie(
         auth.SESSION_COOKIE,
         session,
@@ -71,7 +76,6 @@ async def sign_in(request: web.Request) -> web.Response:
         samesite="Lax",
         secure=request.secure,
     )
-    return response
 
 
 async def sign_out(request: web.Request) -> web.Response:

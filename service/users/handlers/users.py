@@ -9,12 +9,13 @@ from service import auth
 from service.appkeys import POOL, SETTINGS
 from service.errors import NameExists, TooManyRequests, WeakPassword
 from service.http.answers import empty, json_response
-from service.http.past import reading
+from service.http.past import in_past, reading
 from service.http.requests import actor, principal, read_json, unit_of_work
 from service.http.routes import NUMBERED, Link, Route
 from service.privacy import erasure
-from service.users import domain, passwords, queries
+from service.users import domain, passwords, queries, records
 from service.users.commands import ChangePassword, CreateUser, UpdateUser
+from service.users.handlers import search
 from service.users.responses import (
     ApiMe,
     ApiUser,
@@ -25,11 +26,14 @@ from service.users.responses import (
     RoleList,
     User,
     UserList,
+    UserPage,
     root_roles,
 )
 
 if TYPE_CHECKING:
     from aiohttp import web
+
+    from eventlog.connections import Conn
 
 
 async def list_roles(_request: web.Request) -> web.Response:
@@ -37,9 +41,22 @@ async def list_roles(_request: web.Request) -> web.Response:
 
 
 async def list_users(request: web.Request) -> web.Response:
+    """Every person, in id order: the web UI's users page. From the records this replica
+    remembers at the rows' versions (the search's: service/users/records.py), fetching only
+    the people changed since; a past state (`?at=`) is read whole."""
     async with reading(request) as conn:
+        if not in_past(request):
+            page = await _remembered_list(conn, request.app[search.RECORDS])
+            if page is not None:
+                return json_response(page)
         rows = await conn.fetch(queries.LIST_USERS)
     return json_response(UserList(users=[User.from_row(r) for r in rows], root_roles=root_roles()))
+
+
+async def _remembered_list(conn: Conn, held_records: records.Records) -> UserPage | None:
+    versions = await conn.fetchrow(queries.LIST_VERSIONS)
+    assert versions is not None  # an aggregate without GROUP BY: always one row
+    return await search.page_of(conn, held_records, versions["ids"], versions["versions"], None)
 
 
 async def get_user(request: web.Request) -> web.Response:
