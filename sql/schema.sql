@@ -80,13 +80,8 @@ CREATE FUNCTION public.event_kind(p_type text, p_data jsonb) RETURNS text
         WHEN 'ProjectEnvironmentEnabled' THEN 'project-environment-added'
         WHEN 'ProjectEnvironmentDisabled' THEN 'project-environment-removed'
         WHEN 'EnvironmentCreated' THEN 'environment-created'
-        WHEN 'DefaultStrategySet' THEN 'default-strategy-updated'
         WHEN 'ApiTokenCreated' THEN 'api-token-created'
         WHEN 'ApiTokenDeleted' THEN 'api-token-deleted'
-        WHEN 'ApiTokenExpiryChanged' THEN 'api-token-updated'
-        WHEN 'InviteLinkCreated' THEN 'public-signup-token-created'
-        WHEN 'InviteLinkUpdated' THEN 'public-signup-token-updated'
-        WHEN 'InviteLinkUsed' THEN 'public-signup-token-user-added'
         WHEN 'UserCreated' THEN 'user-created'
         WHEN 'UserUpdated' THEN 'user-updated'
         WHEN 'UserDeleted' THEN 'user-deleted'
@@ -99,15 +94,23 @@ CREATE FUNCTION public.event_kind(p_type text, p_data jsonb) RETURNS text
         WHEN 'TagTypeUpdated' THEN 'tag-type-updated'
         WHEN 'TagTypeDeleted' THEN 'tag-type-deleted'
         WHEN 'TagCreated' THEN 'tag-created'
-        WHEN 'TagDeleted' THEN 'tag-deleted'
         WHEN 'FeatureTypeLifetimeChanged' THEN 'feature-type-updated'
         WHEN 'FeatureUpdated' THEN 'feature-metadata-updated'
         WHEN 'StrategiesReordered' THEN 'strategy-order-changed'
+        WHEN 'ApiTokenExpiryChanged' THEN 'api-token-updated'
+        WHEN 'InviteLinkCreated' THEN 'public-signup-token-created'
+        WHEN 'InviteLinkUpdated' THEN 'public-signup-token-updated'
+        WHEN 'InviteLinkUsed' THEN 'public-signup-token-user-added'
+        WHEN 'MaintenanceModeSet' THEN 'setting-updated'
+        WHEN 'FrontendApiOriginsSet' THEN 'setting-updated'
+        WHEN 'TagDeleted' THEN 'tag-deleted'
+        WHEN 'DefaultStrategySet' THEN 'default-strategy-updated'
         WHEN 'FeatureLinkAdded' THEN 'feature-link-added'
         WHEN 'FeatureLinkUpdated' THEN 'feature-link-updated'
         WHEN 'FeatureLinkRemoved' THEN 'feature-link-removed'
         WHEN 'FeatureCompleted' THEN 'feature-completed'
         WHEN 'FeatureUncompleted' THEN 'feature-uncompleted'
+        WHEN 'ApplicationCreated' THEN 'application-created'
         ELSE p_type
     END
 $$;
@@ -633,6 +636,17 @@ CREATE TABLE readmodel.api_tokens (
     CONSTRAINT api_tokens_type_check CHECK ((type = ANY (ARRAY['admin'::text, 'client'::text, 'frontend'::text])))
 );
 
+-- Name: applications; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.applications (
+    app_name text NOT NULL,
+    description text,
+    url text,
+    color text,
+    icon text,
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL
+);
+
 -- Name: context_fields; Type: TABLE; Schema: readmodel
 CREATE TABLE readmodel.context_fields (
     name text NOT NULL,
@@ -702,6 +716,13 @@ CREATE TABLE readmodel.feature_first_enabled (
     stream_version integer NOT NULL
 );
 
+-- Name: feature_lead_times; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.feature_lead_times (
+    feature_name text NOT NULL,
+    environment text NOT NULL,
+    enabled_at timestamp with time zone NOT NULL
+);
+
 -- Name: feature_lifecycle; Type: TABLE; Schema: readmodel
 CREATE TABLE readmodel.feature_lifecycle (
     feature_name text NOT NULL,
@@ -767,6 +788,13 @@ CREATE TABLE readmodel.features (
     lifecycle_entered_at timestamp with time zone NOT NULL
 );
 
+-- Name: frontend_settings; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.frontend_settings (
+    id text NOT NULL,
+    frontend_api_origins text[] NOT NULL,
+    CONSTRAINT frontend_settings_id_check CHECK ((id = 'unleash.frontend'::text))
+);
+
 -- Name: invite_link_users; Type: TABLE; Schema: readmodel
 CREATE TABLE readmodel.invite_link_users (
     link_id bigint NOT NULL,
@@ -785,6 +813,20 @@ CREATE TABLE readmodel.invite_links (
     expires_at timestamp with time zone NOT NULL,
     created_by_id bigint,
     created_by_name text
+);
+
+-- Name: maintenance_mode; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.maintenance_mode (
+    id text NOT NULL,
+    enabled boolean NOT NULL,
+    CONSTRAINT maintenance_mode_id_check CHECK ((id = 'maintenance.mode'::text))
+);
+
+-- Name: password_reset_tokens; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.password_reset_tokens (
+    token_hash text NOT NULL,
+    user_id bigint NOT NULL,
+    expires_at timestamp with time zone NOT NULL
 );
 
 -- Name: personal_access_tokens; Type: TABLE; Schema: readmodel
@@ -1127,6 +1169,10 @@ ALTER TABLE ONLY readmodel.api_tokens
 ALTER TABLE ONLY readmodel.api_tokens
     ADD CONSTRAINT api_tokens_secret_hash_key UNIQUE (secret_hash);
 
+-- Name: applications applications_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.applications
+    ADD CONSTRAINT applications_pkey PRIMARY KEY (app_name);
+
 -- Name: context_fields context_fields_pkey; Type: CONSTRAINT; Schema: readmodel
 ALTER TABLE ONLY readmodel.context_fields
     ADD CONSTRAINT context_fields_pkey PRIMARY KEY (name);
@@ -1163,6 +1209,10 @@ ALTER TABLE ONLY readmodel.feature_environments
 ALTER TABLE ONLY readmodel.feature_first_enabled
     ADD CONSTRAINT feature_first_enabled_pkey PRIMARY KEY (feature_name, environment);
 
+-- Name: feature_lead_times feature_lead_times_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.feature_lead_times
+    ADD CONSTRAINT feature_lead_times_pkey PRIMARY KEY (feature_name, environment);
+
 -- Name: feature_lifecycle feature_lifecycle_pkey; Type: CONSTRAINT; Schema: readmodel
 ALTER TABLE ONLY readmodel.feature_lifecycle
     ADD CONSTRAINT feature_lifecycle_pkey PRIMARY KEY (feature_name);
@@ -1187,6 +1237,10 @@ ALTER TABLE ONLY readmodel.feature_types
 ALTER TABLE ONLY readmodel.features
     ADD CONSTRAINT features_pkey PRIMARY KEY (name);
 
+-- Name: frontend_settings frontend_settings_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.frontend_settings
+    ADD CONSTRAINT frontend_settings_pkey PRIMARY KEY (id);
+
 -- Name: invite_link_users invite_link_users_pkey; Type: CONSTRAINT; Schema: readmodel
 ALTER TABLE ONLY readmodel.invite_link_users
     ADD CONSTRAINT invite_link_users_pkey PRIMARY KEY (link_id, user_id);
@@ -1198,6 +1252,14 @@ ALTER TABLE ONLY readmodel.invite_links
 -- Name: invite_links invite_links_secret_hash_key; Type: CONSTRAINT; Schema: readmodel
 ALTER TABLE ONLY readmodel.invite_links
     ADD CONSTRAINT invite_links_secret_hash_key UNIQUE (secret_hash);
+
+-- Name: maintenance_mode maintenance_mode_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.maintenance_mode
+    ADD CONSTRAINT maintenance_mode_pkey PRIMARY KEY (id);
+
+-- Name: password_reset_tokens password_reset_tokens_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.password_reset_tokens
+    ADD CONSTRAINT password_reset_tokens_pkey PRIMARY KEY (token_hash);
 
 -- Name: personal_access_tokens personal_access_tokens_pkey; Type: CONSTRAINT; Schema: readmodel
 ALTER TABLE ONLY readmodel.personal_access_tokens
@@ -1316,6 +1378,9 @@ CREATE INDEX features_project_created_idx ON readmodel.features USING btree (pro
 
 -- Name: features_project_idx; Type: INDEX; Schema: readmodel
 CREATE INDEX features_project_idx ON readmodel.features USING btree (project, name);
+
+-- Name: password_reset_tokens_user_id; Type: INDEX; Schema: readmodel
+CREATE INDEX password_reset_tokens_user_id ON readmodel.password_reset_tokens USING btree (user_id);
 
 -- Name: personal_access_tokens_user_idx; Type: INDEX; Schema: readmodel
 CREATE INDEX personal_access_tokens_user_idx ON readmodel.personal_access_tokens USING btree (user_id, id);
