@@ -94,7 +94,7 @@ async def create_link(request: web.Request) -> web.Response:
     return response
 
 
-async def update_link(request: web.Request) -> web.Response:
+async def update_invite_link(request: web.Request) -> web.Response:
     cmd = await read_json(request, UpdateInviteLink)
     async with unit_of_work(request) as uow:
         link = _link(await uow.conn.fetchrow(queries.LOCK_LINK, *_named(request)))
@@ -156,7 +156,14 @@ ROUTES = [
         ok={201: InviteLink},
     ),
     Route("GET", TOKEN_PATH, get_link, auth.ADMIN, ok={200: InviteLink}, past=True),
-    Route("PUT", TOKEN_PATH, update_link, auth.ADMIN, body=UpdateInviteLink, ok={200: InviteLink}),
+    Route(
+        "PUT",
+        TOKEN_PATH,
+        update_invite_link,
+        auth.ADMIN,
+        body=UpdateInviteLink,
+        ok={200: InviteLink},
+    ),
     Route("GET", "/invite/{token}/validate", validate_link, auth.PUBLIC),
     Route(
         "POST",

@@ -82,7 +82,7 @@ async def _append(uow: UnitOfWork, request: web.Request, events: list[Event]) ->
         await uow.append(domain.stream(flag), appended, actor(request))
 
 
-async def get_environment(request: web.Request) -> web.Response:
+async def get_feature_environment(request: web.Request) -> web.Response:
     name, project_id = _flag(request)
     environment = request.match_info["environment"]
     async with reading(request) as conn:
@@ -269,7 +269,7 @@ ROUTES = [
     Route(
         "GET",
         FLAG + "/environments/{environment}",
-        get_environment,
+        get_feature_environment,
         auth.READ,
         ok={200: FeatureEnvironmentDetail},
         past=True,
