@@ -90,11 +90,6 @@ def test_segments_context_fields_strategy_types_and_tag_types_admin(journey: Jou
         unique("strat"),
         unique("tagtype"),
     )
-    if journey.target.name == "ours":
-        # The strategy types page lists the applications that use each type: issue 43's
-        # applications slice builds that route; until it is merged, ours has none (remove this
-        # allowance on merge).
-        journey.watch.allow("GET", r"/api/admin/metrics/applications", 404)
     try:
         journey.goto("/segments/create")
         page.get_by_label("Segment name").fill(segment)

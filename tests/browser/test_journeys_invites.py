@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.browser.ui import gap_on_ours, icon_button, unique
+from tests.browser.ui import icon_button, unique
 from tests.factories import STRONG
 
 if TYPE_CHECKING:
@@ -22,10 +22,6 @@ LINKS = "/api/admin/invite-link/tokens"
 INVITE_URL = re.compile(r"https?://\S+/new-user\?invite=[0-9a-f]+")
 
 
-@gap_on_ours(
-    "the new-user page's password form checks POST /auth/reset/validate-password, which the "
-    "accounts slice of issue 43 brings (its Submit stays disabled until then)"
-)
 def test_an_invite_link_signs_a_new_person_up(journey: Journey, fresh: Journey) -> None:
     page = journey.page
     # The UI offers to make a link when no enabled one is there: links other runs left (the

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.browser.ui import PROJECT, gap_on_ours, unique
+from tests.browser.ui import PROJECT, unique
 
 if TYPE_CHECKING:
     from tests.browser.ui import Journey
@@ -90,10 +90,6 @@ def _open(journey: Journey, path: str) -> None:
     journey.page.wait_for_timeout(RENDER_MS)
 
 
-@gap_on_ours(
-    "issue 43's slices: health-report, a project's environments and API tokens, applications,"
-    " invite links, instance statistics, maintenance and telemetry settings"
-)
 def test_every_menu_page_loads_without_an_error(journey: Journey) -> None:
     flag = unique("pages")
     journey.api.flag(flag)

@@ -21,7 +21,6 @@ THEIRS = Path(__file__).with_name("unleash_admin_operations.txt")
 
 _ADDONS = "the integrations page: issue 45 (addons delivered from the log)"
 _TRANSFER = "import and export: issue 44 (the switch from a running Unleash)"
-_ISSUE_43 = "issue 43: being built (each slice takes its operations off as it lands)"
 
 # (METHOD, path with parameters as {}) -> why we do not answer it.
 OUT_OF_SCOPE: dict[tuple[str, str], str] = {
