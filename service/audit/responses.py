@@ -73,7 +73,7 @@ if TYPE_CHECKING:
     from service.audit.logsearch import LogEntry
 
 # Keys whose values are secrets or stand for one: never shown, at any depth.
-_SECRET_KEYS: Final = frozenset({"secret_hash", "password_hash", "session_hash"})
+_SECRET_KEYS: Final = frozenset({"secret_hash", "password_hash", "session_hash", "token_hash"})
 # Maps whose keys are the user's own words (a strategy's parameters): kept as they are.
 _VERBATIM: Final = frozenset({"parameters"})
 _SNAKE = re.compile(r"_([a-z0-9])")

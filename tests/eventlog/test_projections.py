@@ -192,6 +192,8 @@ async def test_verify_passes_on_a_healthy_log(any_conn: Conn) -> None:
         "maintenance_mode": "matches rebuild",
         "frontend_settings": "matches rebuild",
         "applications": "matches rebuild",
+        "invite_links": "matches rebuild",
+        "invite_link_users": "matches rebuild",
         "activity_daily": "matches rebuild",
         "project_activity_daily": "matches rebuild",
         "feature_lead_times": "matches rebuild",
