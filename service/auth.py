@@ -44,6 +44,8 @@ UPDATE_CONTEXT_FIELD: Final = "UPDATE_CONTEXT_FIELD"
 DELETE_CONTEXT_FIELD: Final = "DELETE_CONTEXT_FIELD"
 UPDATE_APPLICATION: Final = "UPDATE_APPLICATION"
 DELETE_APPLICATION: Final = "DELETE_APPLICATION"
+# Reading the client and frontend API tokens (an admin reads the admin tokens too).
+READ_API_TOKEN: Final = "READ_API_TOKEN"
 PUBLIC: Final = "PUBLIC"  # declared by routes that need no principal at all
 # The client API (SDKs: flags to evaluate, registration, metrics): client tokens hold it, and
 # admin tokens through ADMIN, as in Unleash. The frontend API: frontend tokens (and ADMIN).
@@ -108,6 +110,7 @@ ROOT_ROLES: Final = {
                     CREATE_STRATEGY,
                     UPDATE_STRATEGY,
                     DELETE_STRATEGY,
+                    READ_API_TOKEN,
                     CREATE_CONTEXT_FIELD,
                     UPDATE_CONTEXT_FIELD,
                     DELETE_CONTEXT_FIELD,
@@ -340,6 +343,7 @@ def account_principal(row: asyncpg.Record, *, pat_id: int | None = None) -> Prin
 # dependencies of a flag declare. Any other permission is shown by its own name (ours are
 # Unleash's names).
 UNLEASH_PERMISSIONS: Final = {
+    READ_API_TOKEN: ("READ_CLIENT_API_TOKEN", "READ_FRONTEND_API_TOKEN"),
     UPDATE_FEATURE: (
         UPDATE_FEATURE,
         "UPDATE_FEATURE_ENVIRONMENT",

@@ -158,10 +158,19 @@ class ServiceUnavailable(AppError):
 
 
 class WeakPassword(AppError):
-    """A password that fails the OWASP strength rules Unleash applies."""
+    """A password that fails the OWASP strength rules Unleash applies: the message is the first
+    rule broken; `details` lists them all, which the UI's strength meter reads (without them it
+    shows every rule as met)."""
 
     status = 400
     name = "OwaspValidationError"
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__(problems[0])
+        self.problems = problems
+
+    def extra(self) -> dict[str, object]:
+        return {"details": [{"validationErrors": self.problems, "message": self.message}]}
 
 
 class PasswordMismatch(AppError):

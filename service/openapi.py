@@ -34,11 +34,14 @@ _PATH_PARAMETER = re.compile(r"{(\w+)(?::[^{}]*)?}")
 
 class ErrorDetail(msgspec.Struct, frozen=True):
     message: str
+    # A weak password's (400 OwaspValidationError): every strength rule it breaks.
+    validationErrors: list[str] | msgspec.UnsetType = msgspec.UNSET  # noqa: N815 - Unleash's name
 
 
 class Error(msgspec.Struct, frozen=True):
     """Every error answer: an id that names the log line, the error's name and a message; a
-    409 also Unleash's `details` (the message again), which its UI shows."""
+    409 also Unleash's `details` (the message again), which its UI shows, and a weak
+    password's 400 the rules it breaks there, which the UI's strength meter reads."""
 
     id: str
     name: str

@@ -223,7 +223,7 @@ async def ok(resp: Any, *statuses: int) -> Any:
 def error_body(body: Any, name: str) -> str:
     """An error's body: exactly an id, a name (this one) and a message (a 401 of the admin API
     to a request without an Authorization header also the sign-in hints, a 409 the message as
-    Unleash's `details`); the message."""
+    Unleash's `details`, a weak password the rules it breaks); the message."""
     assert isinstance(body, dict)
     assert body["name"] == name
     extra = {key: value for key, value in body.items() if key not in {"id", "name", "message"}}
@@ -232,6 +232,9 @@ def error_body(body: Any, name: str) -> str:
         assert extra in ({}, SIGN_IN_HINTS)
     elif name in {"NameExistsError", "ConflictError"}:  # a 409: Unleash's details, for its UI
         assert extra == {"details": [{"message": body["message"]}]}
+    elif name == "OwaspValidationError":  # every rule broken, the first one the message
+        (detail,) = extra["details"]
+        assert detail["message"] == body["message"] == detail["validationErrors"][0]
     else:
         assert extra == {}
     return str(body["message"])

@@ -13,7 +13,7 @@ from service.appkeys import POOL
 from service.errors import Conflict
 from service.http.answers import empty, json_response
 from service.http.past import reading
-from service.http.requests import actor, read_json, unit_of_work
+from service.http.requests import actor, principal, read_json, unit_of_work
 from service.http.routes import Route
 
 if TYPE_CHECKING:
@@ -23,10 +23,19 @@ if TYPE_CHECKING:
     from eventlog.connections import Conn
 
 
+def _shown(request: web.Request, rows: list[asyncpg.Record]) -> ApiTokenList:
+    """The tokens the caller may see: all for an admin; the client and frontend tokens for an
+    Editor, as Unleash's READ_CLIENT_API_TOKEN and READ_FRONTEND_API_TOKEN let it."""
+    everything = principal(request).can(auth.ADMIN)
+    return ApiTokenList(
+        tokens=[ApiToken.from_row(r) for r in rows if everything or r["type"] != "admin"]
+    )
+
+
 async def list_api_tokens(request: web.Request) -> web.Response:
     async with reading(request) as conn:
         rows = await conn.fetch(queries.LIST_TOKENS)
-    return json_response(ApiTokenList(tokens=[ApiToken.from_row(r) for r in rows]))
+    return json_response(_shown(request, rows))
 
 
 async def create_api_token(request: web.Request) -> web.Response:
@@ -89,7 +98,7 @@ async def tokens_named(request: web.Request) -> web.Response:
     """Unleash's `GET /api/admin/api-tokens/{name}`: the tokens with that name (none: [])."""
     async with reading(request) as conn:
         rows = await conn.fetch(queries.BY_NAME, request.match_info["name"])
-    return json_response(ApiTokenList(tokens=[ApiToken.from_row(r) for r in rows]))
+    return json_response(_shown(request, rows))
 
 
 async def change_expiry(request: web.Request) -> web.Response:
@@ -114,7 +123,7 @@ async def project_tokens(request: web.Request) -> web.Response:
     async with reading(request) as conn:
         await _project_exists(conn, project)
         rows = await conn.fetch(queries.OF_PROJECT, project)
-    return json_response(ApiTokenList(tokens=[ApiToken.from_row(r) for r in rows]))
+    return json_response(_shown(request, rows))
 
 
 async def create_project_token(request: web.Request) -> web.Response:
@@ -146,7 +155,7 @@ ROUTES = [
         "GET",
         "/api/admin/api-tokens",
         list_api_tokens,
-        auth.ADMIN,
+        auth.READ_API_TOKEN,
         ok={200: ApiTokenList},
         past=True,
     ),
@@ -163,7 +172,7 @@ ROUTES = [
         "GET",
         "/api/admin/api-tokens/{name}",
         tokens_named,
-        auth.ADMIN,
+        auth.READ_API_TOKEN,
         ok={200: ApiTokenList},
         past=True,
     ),
@@ -174,7 +183,14 @@ ROUTES = [
         auth.ADMIN,
         body=UpdateApiToken,
     ),
-    Route("GET", PROJECT_TOKENS, project_tokens, auth.ADMIN, ok={200: ApiTokenList}, past=True),
+    Route(
+        "GET",
+        PROJECT_TOKENS,
+        project_tokens,
+        auth.READ_API_TOKEN,
+        ok={200: ApiTokenList},
+        past=True,
+    ),
     Route(
         "POST",
         PROJECT_TOKENS,

@@ -307,6 +307,8 @@ class UpdateFeature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
         "stale": False,
         "impressionData": False,
     }
+    # The flag's own name may be given (the UI sends the whole flag); another is refused.
+    name: str | msgspec.UnsetType = msgspec.UNSET
     description: Description | None = None
     type: FeatureType = "release"
     stale: bool = False

@@ -1004,6 +1004,8 @@ def update_feature(
     """`PUT /api/admin/projects/:projectId/features/:name` (Unleash's updateFeatureSchema):
     the fields as a whole, recorded as a PATCH of them records them (archiving, when asked,
     is the archive's decision: archive_feature). state: as patch_feature takes it."""
+    if body.name is not msgspec.UNSET and body.name != name:
+        raise ValidationError("Cannot change name of feature flag - at `$.name`")
     if state is None:
         raise NotFound(f'There\'s no feature named "{name}" in project "{project_id}".')
     new = FlagFields(

@@ -46,8 +46,8 @@ def check_strength(password: str) -> None:
         )
     if len(password) < PASSPHRASE_LENGTH:
         problems.extend(message for pattern, message in _CLASSES if not pattern.search(password))
-    if problems:  # the first rule broken, as Unleash reports it
-        raise WeakPassword(problems[0])
+    if problems:  # the first rule broken is the message, as Unleash reports it
+        raise WeakPassword(problems)
 
 
 # Passwords waiting for an argon2 slot, at most; one more is refused at once rather than queued

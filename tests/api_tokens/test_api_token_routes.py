@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from projections.verify import verify
 from service.appkeys import POOL
-from tests.factories import ADMIN, api_token, error, event_count, in_days, ok
+from tests.factories import ADMIN, api_token, error, event_count, in_days, make_account, ok
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -29,6 +29,27 @@ async def test_tokens_by_name(client: Client) -> None:
     assert (await ok(await client.get(f"{TOKENS}/nobody", headers=ADMIN))) == {"tokens": []}
     client_token = {"Authorization": first["secret"]}
     await error(await client.get(f"{TOKENS}/web", headers=client_token), 403, "NoAccessError")
+
+
+async def test_an_editor_reads_the_client_and_frontend_tokens_only(
+    client: Client, app: web.Application
+) -> None:
+    sdk = await api_token(client, name="sdk")
+    browser = await api_token(client, "frontend", name="browser")
+    await api_token(client, "admin", name="sdk")
+    editor = await make_account(app, role=2)
+    viewer = await make_account(app, role=3)
+    for path, expected in (
+        (TOKENS, [sdk["id"], browser["id"]]),
+        (f"{TOKENS}/sdk", [sdk["id"]]),
+        (PROJECT, []),  # a project's tokens leave out those of every project
+    ):
+        found = (await ok(await client.get(path, headers=editor.headers)))["tokens"]
+        assert [t["id"] for t in found] == expected, path
+        await error(await client.get(path, headers=viewer.headers), 403, "NoAccessError")
+    # The admin sees the admin token too.
+    found = (await ok(await client.get(f"{TOKENS}/sdk", headers=ADMIN)))["tokens"]
+    assert sorted(t["type"] for t in found) == ["admin", "client"]
 
 
 async def test_changing_the_expiry(client: Client, app: web.Application) -> None:

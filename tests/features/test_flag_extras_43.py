@@ -80,6 +80,8 @@ async def test_put_with_archived_archives(client: Client, app: web.Application) 
     [
         ({"type": "bogus"}, 400, "ValidationError"),
         ({"description": 3}, 400, "ValidationError"),
+        ({"name": "othername", "type": "release"}, 400, "ValidationError"),
+        ({"name": 123}, 400, "ValidationError"),
     ],
 )
 async def test_put_refuses_bad_bodies(
@@ -89,6 +91,14 @@ async def test_put_refuses_bad_bodies(
     before = await event_count(app)
     await error(await client.put(f"{FEATURES}/f", json=body, headers=ADMIN), status, name)
     assert await event_count(app) == before
+
+
+async def test_put_may_name_the_flag_itself(client: Client) -> None:
+    await ok(await create(client, {"name": "f"}))
+    await ok(await client.put(f"{FEATURES}/f", json={"name": "f", "stale": True}, headers=ADMIN))
+    assert (await ok(await client.get(f"{FEATURES}/f", headers=ADMIN)))["stale"] is True
+    resp = await client.put(f"{FEATURES}/f", json={"name": "g"}, headers=ADMIN)
+    assert (await error(resp, 400, "ValidationError")).startswith("Cannot change name")
 
 
 async def test_put_of_no_flag_is_404_and_a_viewer_gets_403(

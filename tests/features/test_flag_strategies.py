@@ -201,6 +201,10 @@ async def test_the_ui_s_disable_patch_saves_the_strategy_as_put_does(
             [{"op": "remove", "path": "/title/x"}],
             "The path does not exist in the document - at `$[0]`",
         ),
+        (
+            [{"op": "replace", "path": "/name", "value": "nosuchstrategy"}],
+            "Could not find strategy type with name nosuchstrategy - at `$.name`",
+        ),
     ],
 )
 async def test_a_strategy_patch_outside_the_rules_is_a_400(

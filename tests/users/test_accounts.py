@@ -174,13 +174,25 @@ async def test_validate_password_answers_as_the_strength_rules(
             assert await error(resp, 400, "OwaspValidationError") == expected
 
 
-async def test_validate_password_is_an_admin_s(client: Client, app: web.Application) -> None:
-    editor = await make_account(app, role=2)
-    resp = await client.post(
-        f"{USERS}/validate-password", json={"password": STRONG}, headers=editor.headers
-    )
-    await error(resp, 403, "NoAccessError")
-    resp = await client.post(f"{USERS}/validate-password", json={}, headers=ADMIN)
+async def test_validate_password_answers_anyone_signed_in(
+    client: Client, app: web.Application
+) -> None:
+    viewer = await make_account(app, role=3)
+    path = f"{USERS}/validate-password"
+    resp = await client.post(path, json={"password": STRONG}, headers=viewer.headers)
+    assert resp.status == 200, await resp.text()
+    resp = await client.post(path, json={"password": "abc"}, headers=viewer.headers)
+    await error(resp, 400, "OwaspValidationError")
+    # Every rule broken, as Unleash lists them for the UI's strength meter.
+    assert (await resp.json())["details"][0]["validationErrors"] == [
+        "The password must be at least 10 characters long.",
+        "The password must contain at least one uppercase letter.",
+        "The password must contain at least one number.",
+        "The password must contain at least one special character.",
+    ]
+    resp = await client.post(path, json={"password": STRONG})
+    await error(resp, 401, "AuthenticationRequired")
+    resp = await client.post(path, json={}, headers=ADMIN)
     await error(resp, 400, "ValidationError")
 
 

@@ -140,6 +140,8 @@ async def patch_strategy(request: web.Request) -> web.Response:
             raise domain.strategy_not_found(strategy_id)
         current = msgspec.to_builtins(Strategy.from_row(row))
         body = domain.patched_strategy(current, operations)
+        known = await queries.strategy_type_known(uow.conn, body.name)
+        domain.check_strategy_type(target, state, body.name, known=known)
         event = domain.update_strategy(
             target,
             body,
