@@ -148,6 +148,10 @@ def follow_reset_link(journey: Journey, link: str, email: str) -> None:
         page = context.new_page()
         watch = Watch(journey.target.host)
         watch.attach(page)
+        if journey.target.name == "reference" and "." in path:
+            # Unleash's quirk: its tokens are bcrypt strings, and a link whose token holds a
+            # "." is taken for a file: the page comes with a 404 status (and works).
+            watch.allow("GET", r"/reset-password\?token=.*", 404)
         page.goto(f"{journey.target.url}{path}")
         page.get_by_placeholder("Password", exact=True).fill(NEW_PASSWORD)
         page.get_by_placeholder("Confirm password").fill(NEW_PASSWORD)

@@ -233,7 +233,8 @@ class Watch:
         return wrong + self.failed + [f"console: {text}" for text in self.console]
 
     def assert_clean(self) -> None:
-        assert self.unexpected() == []
+        wrong = self.unexpected()
+        assert wrong == [], f"unprovoked answers or errors: {wrong}"
 
 
 @dataclass
