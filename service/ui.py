@@ -4,8 +4,8 @@ in the browser (`/projects/default`, `/login`...). The build is npm unleash-serv
 `frontend/build` (Apache-2.0), which `make install` fetches (tools/ui_fetch.py); the UI is a
 client of the admin API and has no API routes of its own (docs/architecture.md, "The web UI").
 
-Paths under the service's own prefixes (`/api`, `/auth`, `/logout`, `/health`, `/ready`,
-`/docs`, `/internal-backstage`) are never the UI's: an unknown one stays a JSON 404. With
+Paths under the service's own prefixes (`/api`, `/auth`, `/invite`, `/logout`, `/health`,
+`/ready`, `/docs`, `/internal-backstage`) are never the UI's: an unknown one stays a JSON 404. With
 `UI_ENABLED=false`, or without the build (no `make install`), every UI route answers a JSON 404
 that says why, and the start logs it once.
 """
@@ -40,7 +40,16 @@ INDEX: Final = "index.html"
 STATIC: Final = "static/"  # hashed names: a file there never changes
 
 # The prefixes this service answers itself: the UI's fallback leaves them alone.
-OWN_PREFIXES: Final = ("api", "auth", "logout", "health", "ready", "docs", "internal-backstage")
+OWN_PREFIXES: Final = (
+    "api",
+    "auth",
+    "invite",
+    "logout",
+    "health",
+    "ready",
+    "docs",
+    "internal-backstage",
+)
 UI_PATH_PATTERN: Final = rf"(?!(?:{'|'.join(OWN_PREFIXES)})(?:/|$)).+"
 
 # What Unleash's server writes into the placeholders of index.html (its rewriteHTML), for an

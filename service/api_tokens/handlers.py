@@ -64,7 +64,7 @@ async def _create(request: web.Request, cmd: CreateApiToken) -> web.Response:
 async def delete_api_token(request: web.Request) -> web.Response:
     """By id, or, as Unleash clients do, by the secret itself (found by its hash), or by the
     masked secret the list shows, which Unleash's web UI sends (when it names one token)."""
-    key = request.match_info["id"]
+    key = request.match_info["token"]
     async with unit_of_work(request) as uow:
         if key.isascii() and key.isdigit() and len(key) <= 18:
             row = await uow.conn.fetchrow(queries.LOCK_TOKEN, int(key))
@@ -97,7 +97,7 @@ async def _by_secret_or_hint(
 async def tokens_named(request: web.Request) -> web.Response:
     """Unleash's `GET /api/admin/api-tokens/{name}`: the tokens with that name (none: [])."""
     async with reading(request) as conn:
-        rows = await conn.fetch(queries.BY_NAME, request.match_info["name"])
+        rows = await conn.fetch(queries.BY_NAME, request.match_info["token"])
     return json_response(_shown(request, rows))
 
 
@@ -150,6 +150,10 @@ async def delete_project_token(request: web.Request) -> web.Response:
 
 
 PROJECT_TOKENS = "/api/admin/projects/{projectId}/api-tokens"
+# One path, one parameter name, for the three methods (Unleash's document names it {name} for
+# GET, {token} for PUT and DELETE): the OpenAPI document then lists the methods Allow lists.
+# GET reads it as a token's name, PUT and DELETE as a token (its secret, masked secret or id).
+ONE_TOKEN = "/api/admin/api-tokens/{token}"
 ROUTES = [
     Route(
         "GET",
@@ -167,10 +171,10 @@ ROUTES = [
         body=CreateApiToken,
         ok={201: ApiToken},
     ),
-    Route("DELETE", "/api/admin/api-tokens/{id}", delete_api_token, auth.ADMIN, errors=(Conflict,)),
+    Route("DELETE", ONE_TOKEN, delete_api_token, auth.ADMIN, errors=(Conflict,)),
     Route(
         "GET",
-        "/api/admin/api-tokens/{name}",
+        ONE_TOKEN,
         tokens_named,
         auth.READ_API_TOKEN,
         ok={200: ApiTokenList},
@@ -178,7 +182,7 @@ ROUTES = [
     ),
     Route(
         "PUT",
-        "/api/admin/api-tokens/{token}",
+        ONE_TOKEN,
         change_expiry,
         auth.ADMIN,
         body=UpdateApiToken,

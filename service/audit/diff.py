@@ -35,6 +35,7 @@ KINDS: Final = (
     "feature-type",
     "setting",
     "application",
+    "invite-link",
 )
 _SNAKE = re.compile(r"_([a-z0-9])")
 _json = msgspec.json.Decoder()

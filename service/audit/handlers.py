@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 LIST_LIMIT: Final = 100  # Unleash's lists show the last 100
 SEARCH_LIMIT: Final = 50  # Unleash's default page
 MAX_LIMIT: Final = 1000  # and its largest
+MAX_QUERY: Final = 1000  # the free-text search's longest text, as the document says
 POSITION_DIGITS: Final = 18
 MAX_VALUES: Final = 100  # of one filter (IS_ANY_OF)
 SECOND_CONNECTION_WAIT: Final = 0.005  # seconds a search waits for a connection to count on
@@ -86,10 +87,13 @@ async def search_events(request: web.Request) -> web.Response:
         actors=None if actors is None else [int(a) for a in actors],
         with_project=not principal(request).can(auth.ADMIN),
     )
+    text = query_param(request, "query") or None
+    if text is not None and len(text) > MAX_QUERY:
+        raise ValidationError(f"query is at most {MAX_QUERY} characters - at `query`")
     events, total = await _search(
         request,
         found,
-        query_param(request, "query") or None,
+        text,
         limit=min(int_param(request, "limit", SEARCH_LIMIT, 1), MAX_LIMIT),
         offset=int_param(request, "offset", 0, 0),
         after=_position(request, "after"),
@@ -348,7 +352,7 @@ SEARCH_PARAMS: Final = (
     Param("after", Position, "Only events after this log position (a cursor, oldest first)"),
     Param(
         "query",
-        Annotated[str, msgspec.Meta(max_length=1000)],
+        Annotated[str, msgspec.Meta(max_length=MAX_QUERY)],
         "Text (any case) in the event's data: with one `feature`, in its latest"
         f" {TEXT_SEARCHED} events' data, preData or tags; otherwise in the data of the latest"
         f" {TEXT_SEARCHED} events the other filters keep",
@@ -381,7 +385,7 @@ ROUTES = [
     ),
     Route(
         "GET",
-        "/api/admin/events/{featureName}",
+        "/api/admin/events/{featureName:(?!search$)[^/]+}",  # search: a route of its own
         feature_events,
         auth.READ,
         ok={200: FeatureEventList},

@@ -243,7 +243,7 @@ ROUTES = [
     ),
     Route(
         "GET",
-        "/api/admin/environments/{name}",
+        "/api/admin/environments/{name:(?!sort-order$)[^/]+}",  # sort-order: a route of its own
         get_environment,
         auth.READ,
         ok={200: EnvironmentDetail},

@@ -17,7 +17,7 @@ from projections.follower import projection_lags
 from projections.rebuild import table_specs
 from service.appkeys import POOL
 from service.audit import states
-from service.audit.diff import EntityChange, FieldChange, Reading, diff
+from service.audit.diff import KINDS, EntityChange, FieldChange, Reading, diff
 from tests.audit.test_point_in_time import CHANGES_BY_WEIGHT, World
 from tests.factories import ADMIN, FEATURES, STRONG, api_token, create_user, error, head
 from tests.harness import run_cli
@@ -327,3 +327,23 @@ async def test_a_part_that_is_all_key_shows_whether_it_is_there(
     fields = {f["field"]: (f["before"], f["after"]) for f in created["changes"][0]["fields"]}
     assert fields["environments.development"] == (None, True)
     assert fields["name"] == (None, "P2")
+
+
+def test_every_entity_of_the_read_models_has_its_place_in_a_diff() -> None:
+    # An account is a user or a service account, as its row says.
+    kinds = {part.kind for part in PARTS.values() if part is not None} - {"account"}
+    assert kinds <= set(KINDS)
+
+
+async def test_a_diff_over_an_invite_link(client: Client, app: web.Application) -> None:
+    before = await head(app)
+    resp = await client.post(
+        "/api/admin/invite-link/tokens",
+        json={"name": "team", "expiresAt": "2099-01-01T00:00:00Z"},
+        headers=ADMIN,
+    )
+    assert resp.status == 201, await resp.text()
+    resp = await client.get(f"/api/admin/audit/diff?from={before}&stream=&project=", headers=ADMIN)
+    assert resp.status == 200, await resp.text()
+    changes = (await resp.json())["changes"]
+    assert [c["entity"] for c in changes] == ["invite-link"]

@@ -312,7 +312,7 @@ async def test_the_document_and_page_need_no_token(client: Client) -> None:
             "tokenId",
             {"type": "integer", "minimum": 1},
         ),
-        ("/api/admin/api-tokens/{id}", "id", {"type": "string"}),  # an id, or the secret itself
+        ("/api/admin/api-tokens/{token}", "token", {"type": "string"}),  # an id, a secret, a name
         ("/api/admin/projects/{projectId}", "projectId", {"type": "string"}),
     ],
 )
