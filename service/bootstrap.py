@@ -36,6 +36,16 @@ async def seed(work: Work, conn: Conn, admin_tokens: tuple[str, ...]) -> str | N
         await conn.execute("SELECT pg_advisory_unlock($1)", BOOTSTRAP_LOCK)
 
 
+async def seed_defaults(work: Work, conn: Conn) -> None:
+    """What a new install has, without its admin tokens (`serve` makes those): for a command
+    that writes before the first start, such as import-unleash."""
+    await conn.execute("SELECT pg_advisory_lock($1)", BOOTSTRAP_LOCK)
+    try:
+        await _seed_defaults(work, conn)
+    finally:
+        await conn.execute("SELECT pg_advisory_unlock($1)", BOOTSTRAP_LOCK)
+
+
 async def _seed_defaults(work: Work, conn: Conn) -> None:
     now = datetime.now(UTC)
     for name, env_type, sort_order in projects.DEFAULT_ENVIRONMENTS:

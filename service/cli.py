@@ -1,5 +1,6 @@
 """The commands behind `python -m service`: serve, migrate, replay, verify, export, state,
-diff, dsn, import-users, admin-user, reporting-user, erase-user, rotate-master-key."""
+diff, dsn, import-users, import-unleash, admin-user, reporting-user, erase-user,
+rotate-master-key."""
 
 from __future__ import annotations
 
@@ -24,11 +25,15 @@ from eventlog.privacy import keys, master
 from projections.inline import apply_inline
 from projections.replay import ReplayBusy, WorkerFailed, replay
 from projections.verify import verify
-from service import embedded, reporting, serving
+from service import bootstrap, embedded, reporting, serving
 from service.audit import report
 from service.errors import AppError, from_log
 from service.privacy import admin
 from service.settings import Settings, load_settings
+from service.switchover import kinds, source
+from service.switchover import run as switchover
+from service.switchover.progress import Progress
+from service.switchover.report import print_report
 from service.users import admins, importer
 from service.work import Work
 
@@ -65,6 +70,22 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("dsn", help="print the connection string of the database in use")
     users = sub.add_parser("import-users", help="import users from a JSON Lines file")
     users.add_argument("file", help="JSON Lines: {email?, username?, name?, rootRole?, ...}")
+    unleash = sub.add_parser(
+        "import-unleash",
+        help="copy a running Unleash's state into this service (docs/migrating.md)",
+    )
+    unleash.add_argument("--url", required=True, help="the Unleash's address, e.g. https://u.io")
+    unleash.add_argument(
+        "--token",
+        default=os.environ.get("UNLEASH_TOKEN"),
+        help="an admin API token or an Admin's personal access token (default: $UNLEASH_TOKEN)",
+    )
+    unleash.add_argument("--dry-run", action="store_true", help="report, write nothing")
+    unleash.add_argument(
+        "--prefer-source",
+        action="store_true",
+        help="overwrite what exists here with other content (otherwise reported, kept)",
+    )
     admin_user = sub.add_parser("admin-user", help="create an Admin account to sign in with")
     admin_user.add_argument("username", type=_username, help="its username (any case kept)")
     erase = sub.add_parser("erase-user", help="destroy a deleted user's personal-data key now")
@@ -283,6 +304,36 @@ async def _import_users(conn: Conn, args: argparse.Namespace, _dsn: str) -> int:
     return 1 if outcome.batches_refused else 0
 
 
+async def _import_unleash(conn: Conn, args: argparse.Namespace, _dsn: str) -> int:
+    """Exit 0 when the source and this service agree after the run, 1 when a kind had
+    problems or the source failed while being read, 2 for what the command line got wrong."""
+    if not args.token:
+        print("error: --token (or UNLEASH_TOKEN) is required", file=sys.stderr)
+        return 2
+    await migrations.migrate(conn)
+    # What a first start creates (the default project and environments, the built-in types)
+    # is there before anything is compared with the source.
+    await bootstrap.seed_defaults(Work(apply_inline), conn)
+    started = time.perf_counter()
+    try:
+        async with source.Unleash(args.url, args.token) as unleash:
+            outcome = await switchover.run(
+                unleash,
+                kinds.all_kinds(),
+                Work(apply_inline),
+                conn,
+                Progress(),
+                dry_run=args.dry_run,
+                prefer_source=args.prefer_source,
+            )
+    except source.SourceError as exc:
+        print(f"error: {exc.message}; nothing was written", file=sys.stderr)
+        return exc.exit_code
+    print_report(outcome, sys.stdout)
+    print(f"done in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    return 1 if outcome.problems else 0
+
+
 async def _admin_user(conn: Conn, args: argparse.Namespace, _dsn: str) -> int:
     """Exit 0 with the password shown, this once; 1 when the username is taken."""
     await migrations.migrate(conn)
@@ -386,6 +437,7 @@ COMMANDS: dict[str, Callable[[Conn, argparse.Namespace, str], Awaitable[int]]] =
     "state": _state,
     "diff": _diff,
     "import-users": _import_users,
+    "import-unleash": _import_unleash,
     "admin-user": _admin_user,
     "reporting-user": _reporting_user,
     "erase-user": _erase_user,

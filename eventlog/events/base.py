@@ -37,18 +37,27 @@ class Declared(msgspec.Struct, frozen=True, kw_only=True):
 class Metadata(Declared, frozen=True, kw_only=True):
     """Who caused an event and through which request; never holds a secret. `actor_kind` is
     `api-token`, `user`, `service-account` or `system`; `source` `api`, `bootstrap`, `import`
-    or `system`. A user's name is theirs (sealed); a token's or a service account's is not."""
+    or `system`. A user's name is theirs (sealed); a token's or a service account's is not.
+    `origin` marks what another server's state brought here: `import-unleash` sets it to the
+    source Unleash's address (docs/migrating.md), so a later run knows what it wrote."""
 
     personal: ClassVar[Personal | None] = Personal(
         owner="actor_id", fields=("actor_name",), when=("actor_kind", "user")
     )
-    not_personal: ClassVar[tuple[str, ...]] = ("actor_id", "actor_kind", "request_id", "source")
+    not_personal: ClassVar[tuple[str, ...]] = (
+        "actor_id",
+        "actor_kind",
+        "request_id",
+        "source",
+        "origin",
+    )
 
     actor_id: str
     actor_name: str
     actor_kind: str
     request_id: str | None = None
     source: str = "api"
+    origin: str | None = None
 
 
 SYSTEM = Metadata(actor_id="system", actor_name="system", actor_kind="system", source="system")

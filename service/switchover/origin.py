@@ -1,0 +1,56 @@
+"""What an earlier import from the same source wrote, read from the log itself (no read model:
+the events' metadata holds it, `Metadata.origin`). A stream is the source's when an import
+from it appended to the stream; it was changed here when a later event of the stream came from
+anywhere else (a person, a token, another source)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from collections.abc import Collection
+
+    from eventlog.connections import Conn
+
+
+class Provenance(NamedTuple):
+    imported: bool  # an import from this source appended to the stream
+    changed_here: bool  # an event from elsewhere followed the last one from this source
+
+
+# Over the events table's unique (stream_type, stream_key, stream_version) index.
+_PROVENANCE = """
+SELECT stream_key,
+       max(stream_version) FILTER (WHERE metadata->>'origin' = $2) AS imported_at,
+       max(stream_version) FILTER (WHERE metadata->>'origin' IS DISTINCT FROM $2) AS other_at
+FROM events
+WHERE stream_type = $1 AND ($3::text[] IS NULL OR stream_key = ANY($3::text[]))
+GROUP BY stream_key
+"""
+
+
+async def provenance(
+    conn: Conn, stream_type: str, origin: str, keys: Collection[str] | None = None
+) -> dict[str, Provenance]:
+    """Each stream of the type (or of these keys) that exists: whether this source wrote it and
+    whether it was changed here since. A stream the answer lacks does not exist."""
+    rows = await conn.fetch(
+        _PROVENANCE, stream_type, origin, None if keys is None else sorted(keys)
+    )
+    return {
+        r["stream_key"]: Provenance(
+            imported=r["imported_at"] is not None,
+            changed_here=r["imported_at"] is not None
+            and r["other_at"] is not None
+            and r["other_at"] > r["imported_at"],
+        )
+        for r in rows
+    }
+
+
+def may_overwrite(found: Provenance | None, *, prefer_source: bool) -> bool:
+    """Whether the import may change an entity that exists here: one an earlier run brought
+    from this source and nobody changed here since, or any with `--prefer-source`."""
+    if prefer_source:
+        return True
+    return found is not None and found.imported and not found.changed_here
