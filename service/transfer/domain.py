@@ -203,8 +203,8 @@ def plan(cmd: ImportToggles, state: State, *, now: datetime, new_id: Callable[[]
         for n in listed
         if n in state.flags and not state.flags[n].archived and state.flags[n].project != project
     ]
-    existing = [n for n in listed if n in state.flags and n not in archived and n not in elsewhere]
     skipped = set(archived) | set(elsewhere)
+    existing = [n for n in listed if n in state.flags and n not in skipped]
     imported = _flags(data, [n for n in listed if n not in skipped])
     refused: list[str] = []
     errors: list[Item] = []
@@ -232,20 +232,20 @@ def plan(cmd: ImportToggles, state: State, *, now: datetime, new_id: Callable[[]
 
     tag_type_events = _created_tag_types(new_tag_types, now, refused)
     field_events = _created_fields(data, state, now, refused)
-    known_tags = state.tag_types | {e.name for e in tag_type_events}
+    ctx = _Import(
+        cmd=cmd,
+        state=state,
+        imported=imported,
+        segment_ids=segment_ids,
+        known_tags=state.tag_types | {e.name for e in tag_type_events},
+        with_children=_with_children(imported, state),
+        now=now,
+        new_id=new_id,
+    )
     appends: list[FlagAppend] = []
     for flag in imported.values():
         try:
-            events = _flag_events(
-                cmd,
-                flag,
-                state,
-                imported,
-                segment_ids=segment_ids,
-                known_tags=known_tags,
-                now=now,
-                new_id=new_id,
-            )
+            events = _flag_events(ctx, flag)
         except (AppError, msgspec.ValidationError) as exc:
             refused.append(f"flag {flag.feature.name}: {_reason(exc)}")
             continue
@@ -432,23 +432,34 @@ def _needed(
     return needed
 
 
+def _with_children(imported: dict[str, _Flag], state: State) -> set[str]:
+    """The flags that other flags depend on once the file is imported."""
+    found = {p.feature for flag in imported.values() for p in flag.parents}
+    found |= {p for p, children in state.children.items() if set(children) - imported.keys()}
+    return found
+
+
 # --- one flag ---------------------------------------------------------------------------------
 
 
-def _flag_events(  # noqa: PLR0913 - what one flag's decisions take
-    cmd: ImportToggles,
-    flag: _Flag,
-    state: State,
-    imported: dict[str, _Flag],
-    *,
-    segment_ids: dict[int, int],
-    known_tags: set[str],
-    now: datetime,
-    new_id: Callable[[], str],
-) -> list[DomainEvent]:
+class _Import(NamedTuple):
+    """What every flag's decisions take."""
+
+    cmd: ImportToggles
+    state: State
+    imported: dict[str, _Flag]
+    segment_ids: dict[int, int]  # the source's -> ours
+    known_tags: set[str]  # tag types here once the import's are created
+    with_children: set[str]  # flags others depend on once the file is imported
+    now: datetime
+    new_id: Callable[[], str]
+
+
+def _flag_events(ctx: _Import, flag: _Flag) -> list[DomainEvent]:
     """The flag created or updated, its strategies there replaced, its switch and variants
     there set, its tags and its parents made the file's: each by the domain's own decision, and
     only where the file differs from what is here."""
+    cmd, state, now = ctx.cmd, ctx.state, ctx.now
     feature, project = flag.feature, cmd.project
     name = feature.name
     target = feature_domain.Target(name, project, cmd.environment)
@@ -494,18 +505,18 @@ def _flag_events(  # noqa: PLR0913 - what one flag's decisions take
         flag.strategies,
         state.strategies.get(name, []),
         environment,
-        segment_ids=segment_ids,
-        new_id=new_id,
+        segment_ids=ctx.segment_ids,
+        new_id=ctx.new_id,
         now=now,
     )
     if flag.environment is not None:
         events += _environment(target, flag.environment, switch, environment)
     # A tag of a type found nowhere, a parent found nowhere: errors of the plan already.
-    tags = [(kind, value) for kind, value in flag.tags if kind in known_tags]
-    events += _tags(name, project, tags, state.tags.get(name, set()), known=known_tags, now=now)
-    missing = set(_missing_parents({name: flag}, state)) - imported.keys()
-    parents = [p for p in flag.parents if p.feature not in missing]
-    events += _parents(name, project, parents, state, imported)
+    known = ctx.known_tags
+    tags = [(kind, value) for kind, value in flag.tags if kind in known]
+    events += _tags(name, project, tags, state.tags.get(name, set()), known=known, now=now)
+    missing = set(_missing_parents({name: flag}, state)) - ctx.imported.keys()
+    events += _parents(ctx, name, [p for p in flag.parents if p.feature not in missing])
     return events
 
 
@@ -651,19 +662,12 @@ def _tags(  # noqa: PLR0913 - what the decision takes
     )
 
 
-def _parents(
-    child: str,
-    project: str,
-    given: list[DependencyBody],
-    state: State,
-    imported: dict[str, _Flag],
-) -> list[DomainEvent]:
+def _parents(ctx: _Import, child: str, given: list[DependencyBody]) -> list[DomainEvent]:
     """The flag's parents become the file's (Unleash only adds the file's): the others are
     removed, a parent with other settings replaced, a new one added, each under the rules of
     one level (the graph as it is once the file is imported)."""
+    state, imported, project = ctx.state, ctx.imported, ctx.cmd.project
     current = state.dependencies.get(child, [])
-    children = [c for c in state.children.get(child, []) if c not in imported]
-    children += [n for n in imported if child in _after(n, imported, state)]
     wanted = {p.feature for p in given}
 
     def dependency_state(parent: str | None) -> feature_domain.DependencyState:
@@ -675,7 +679,7 @@ def _parents(
         return feature_domain.DependencyState(
             projects=projects,
             parent_has_parents=parent is not None and bool(_after(parent, imported, state)),
-            child_has_children=bool(children),
+            child_has_children=child in ctx.with_children,
             current=current,
         )
 
@@ -698,3 +702,29 @@ def _parents(
 
 def _same_dependency(a: feature_domain.Dependency, b: feature_domain.Dependency) -> bool:
     return (a.parent, a.enabled, set(a.variants)) == (b.parent, b.enabled, set(b.variants))
+
+
+# --- a file of several projects -----------------------------------------------------------------
+
+DEFAULT_PROJECT: Final = "default"
+
+
+def by_project(data: ExportData) -> dict[str, ExportData]:
+    """A file's flags by the project each one names (`default` when it names none), each part
+    with its flags' strategies, switches, variants, tags and dependencies, and the file's
+    context fields, segments and tag types: the imports, one a project, that put every flag
+    back where it came from (`python -m service import-unleash --file`)."""
+    projects: dict[str, set[str]] = {}
+    for feature in data.features:
+        projects.setdefault(feature.project or DEFAULT_PROJECT, set()).add(feature.name)
+    return {
+        project: msgspec.structs.replace(
+            data,
+            features=[f for f in data.features if f.name in names],
+            feature_strategies=[s for s in data.feature_strategies if s.feature_name in names],
+            feature_environments=[e for e in data.feature_environments if e.feature in names],
+            feature_tags=[t for t in data.feature_tags if t.feature_name in names],
+            dependencies=[d for d in data.dependencies if d.feature in names],
+        )
+        for project, names in projects.items()
+    }
