@@ -27,6 +27,7 @@ from eventlog.reads import (
     read_next,
     read_stream,
     stream_version,
+    stream_versions,
     time_of,
     times_of_versions,
 )
@@ -52,6 +53,7 @@ __all__ = [
     "read_next",
     "read_stream",
     "stream_version",
+    "stream_versions",
     "time_of",
     "times_of_versions",
 ]

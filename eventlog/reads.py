@@ -34,6 +34,9 @@ FROM events WHERE stream_type = $1 AND stream_key = $2 ORDER BY stream_version
 HEAD = "SELECT position FROM log_head WHERE id = 1"
 LOCK_HEAD = "SELECT position FROM log_head WHERE id = 1 FOR UPDATE"
 STREAM_VERSION = "SELECT version FROM streams WHERE stream_type = $1 AND stream_key = $2"
+STREAM_VERSIONS = """
+SELECT stream_key, version FROM streams WHERE stream_type = $1 AND stream_key = ANY($2::text[])
+"""
 LAST_POSITION = """
 SELECT position FROM events WHERE stream_type = $1 AND stream_key = $2
 ORDER BY stream_version DESC LIMIT 1
@@ -74,6 +77,12 @@ async def last_position_of(conn: Conn, stream_types: list[str]) -> int:
 async def stream_version(conn: Conn, stream: tuple[str, str]) -> int | None:
     version = await conn.fetchval(STREAM_VERSION, *stream)
     return None if version is None else int(version)
+
+
+async def stream_versions(conn: Conn, stream_type: str, keys: list[str]) -> dict[str, int]:
+    """The versions of those streams of the type that exist, by key (one statement)."""
+    rows = await conn.fetch(STREAM_VERSIONS, stream_type, keys)
+    return {row["stream_key"]: int(row["version"]) for row in rows}
 
 
 async def last_position(conn: Conn, stream: tuple[str, str]) -> int | None:

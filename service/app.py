@@ -76,6 +76,7 @@ from service.strategies import handlers as strategy_types
 from service.tag_types import handlers as tag_types
 from service.telemetry import handlers as telemetry
 from service.telemetry import retention, usage
+from service.transfer import handlers as transfer
 from service.users import deletions
 from service.users.failures import FAILED_SIGN_INS, FailedSignIns
 from service.users.handlers import (
@@ -168,6 +169,7 @@ ROUTES: list[Route] = [
     *tags.ROUTES,
     *dependencies.ROUTES,
     *clone.ROUTES,
+    *transfer.ROUTES,
     *segments.ROUTES,
     *tag_types.ROUTES,
     *feature_types.ROUTES,

@@ -221,3 +221,38 @@ class MaintenanceMode(AppError):
 
     status = 503
     name = "MaintenanceModeError"
+
+
+class ImportRefused(ValidationError):
+    """An export file that cannot be imported as it is (docs/behavior.md, "Export and
+    import"): nothing of it is written. `details` lists every error, as the import's check
+    (`POST /api/admin/features-batch/validate`) lists them: a message and what it concerns."""
+
+    def __init__(self, problems: list[tuple[str, list[str]]]) -> None:
+        message, affected = problems[0]
+        super().__init__(f"The file cannot be imported: {message} {', '.join(affected)}")
+        self.problems = problems
+
+    def extra(self) -> dict[str, object]:
+        return {
+            "details": [
+                {"message": f"{message} {', '.join(affected)}", "affectedItems": affected}
+                for message, affected in self.problems
+            ]
+        }
+
+
+class MissingPermissions(NoAccess):
+    """An import needs permissions the caller lacks; `permissions` names them as Unleash's
+    answer does (its display names)."""
+
+    def __init__(self, permissions: list[str]) -> None:
+        listed = ", ".join(f'"{p}"' for p in permissions)
+        super().__init__(
+            "You don't have the required permissions to perform this operation. To perform"
+            f" this action, you need one of the following permissions: {listed}."
+        )
+        self.permissions = permissions
+
+    def extra(self) -> dict[str, object]:
+        return {"permissions": self.permissions}

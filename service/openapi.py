@@ -36,17 +36,21 @@ class ErrorDetail(msgspec.Struct, frozen=True):
     message: str
     # A weak password's (400 OwaspValidationError): every strength rule it breaks.
     validationErrors: list[str] | msgspec.UnsetType = msgspec.UNSET  # noqa: N815 - Unleash's name
+    # An import refused (400 ValidationError): what one error concerns.
+    affectedItems: list[str] | msgspec.UnsetType = msgspec.UNSET  # noqa: N815 - Unleash's name
 
 
 class Error(msgspec.Struct, frozen=True):
     """Every error answer: an id that names the log line, the error's name and a message; a
-    409 also Unleash's `details` (the message again), which its UI shows, and a weak
-    password's 400 the rules it breaks there, which the UI's strength meter reads."""
+    409 also Unleash's `details` (the message again), which its UI shows, a weak password's 400
+    the rules it breaks there, which the UI's strength meter reads, an import's 400 each of its
+    errors, and an import's 403 the permissions it lacks."""
 
     id: str
     name: str
     message: str
     details: list[ErrorDetail] | msgspec.UnsetType = msgspec.UNSET
+    permissions: list[str] | msgspec.UnsetType = msgspec.UNSET
 
 
 class SignInError(msgspec.Struct, frozen=True):

@@ -20,7 +20,6 @@ from tools.operations import operations
 THEIRS = Path(__file__).with_name("unleash_admin_operations.txt")
 
 _ADDONS = "the integrations page: issue 45 (addons delivered from the log)"
-_TRANSFER = "import and export: issue 44 (the switch from a running Unleash)"
 
 # (METHOD, path with parameters as {}) -> why we do not answer it.
 OUT_OF_SCOPE: dict[tuple[str, str], str] = {
@@ -30,9 +29,6 @@ OUT_OF_SCOPE: dict[tuple[str, str], str] = {
     ("PUT", "/api/admin/addons/{}"): _ADDONS,
     ("DELETE", "/api/admin/addons/{}"): _ADDONS,
     ("GET", "/api/admin/addons/{}/events"): _ADDONS,
-    ("POST", "/api/admin/features-batch/export"): _TRANSFER,
-    ("POST", "/api/admin/features-batch/import"): _TRANSFER,
-    ("POST", "/api/admin/features-batch/validate"): _TRANSFER,
     ("DELETE", "/api/admin/user-admin/scim-users"): (
         "SCIM provisioning is Enterprise-only in Unleash: the open-source server answers it "
         "only to say so, and there is no SCIM here to clean up after"

@@ -177,7 +177,7 @@ async def test_an_empty_whole_number_parameter_is_its_default_and_the_document_s
 async def test_the_error_schema_is_id_name_message(client: Client) -> None:
     schema = (await served(client))["components"]["schemas"]["Error"]
     assert schema["required"] == ["id", "name", "message"]
-    assert set(schema["properties"]) == {"id", "name", "message", "details"}
+    assert set(schema["properties"]) == {"id", "name", "message", "details", "permissions"}
 
 
 async def test_request_limits_come_from_the_command_structs(client: Client) -> None:
