@@ -185,6 +185,11 @@ class Agreement:
     enabled: int = 0  # is_enabled answers that were true (on A): the contexts are no blanks
     variants: set[str] = field(default_factory=set)  # variant names A's SDK answered
     examples: list[str] = field(default_factory=list)
+    error: str = ""  # why the SDKs were not asked
+
+    @property
+    def ok(self) -> bool:
+        return not self.error and self.differ == 0 and self.agree > 0
 
 
 class Sdk:

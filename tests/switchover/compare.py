@@ -24,35 +24,42 @@ serve (404 or 405 on the list itself) makes its kind "not served", not a differe
 
 Normalisation, applied to both sides alike before comparing (normalise.py holds the rules per
 kind, as data):
-1. Ids the servers assign are dropped: users', segments', strategies', tokens', the creators'
-   and collaborators' (`createdBy.id`, `collaborators.users[].id`), and `imageUrl` (a
-   gravatar of an id or e-mail). Entities are paired by name instead (segments too: a
+1. Ids the servers assign are dropped: users', segments', strategies', links', tokens', the
+   creators' and collaborators' (`createdBy.id`, `collaborators.users[].id`), and `imageUrl`
+   (a gravatar of an id or e-mail). Entities are paired by name instead (segments too: a
    strategy's segment ids become the segments' names, on each side with its own ids).
 2. Times a server sets itself (createdAt, updatedAt, lastSeenAt, seenAt, enteredStageAt,
-   archivedAt, lastUpdatedAt, lastReportedFlagUsage) are compared as set or not set; with
-   `--created-times` (after an import, which keeps them) `createdAt` is compared to the
-   millisecond, whatever the servers' precision and zone notation.
-3. Lists whose order means nothing are sorted (tags, a strategy's segments, a constraint's
-   values, dependencies, children, collaborators, token projects, segment strategies); lists of
-   named things (a flag's environments, a project's environments and flags) are compared as
-   maps from the name. The order of strategies and of variants is kept: it is what SDKs
-   evaluate.
+   archivedAt, lastUpdatedAt, lastReportedFlagUsage, lastLogin, changedAt) are compared as set
+   or not set; with `--created-times` (after an import, which keeps them) `createdAt` is
+   compared to the millisecond, whatever the servers' precision and zone notation.
+3. Lists whose order means nothing are sorted by their items' names (tags, a strategy's
+   segments, a constraint's values, dependencies, children, collaborators, token projects,
+   segment strategies); lists of named things (a flag's environments, a project's
+   environments and flags) are compared as maps from the name. The order of strategies and
+   of variants is kept: it is what SDKs evaluate. The client API's dependencies are a set
+   (Unleash 6.10.1 repeats one per strategy of the child).
 4. A field one side lacks is no difference when the other side's value is empty (null, false,
-   an empty list, object or string), or when the kind lists it as shown by one server only
-   and not shown by the UI, or shown from another route compared here (e.g. flagstore's
+   an empty list, object or string; not 0), or when the kind lists it as shown by one server
+   only and not shown by the UI, or shown from another route compared here (e.g. flagstore's
    `favorite`, `potentiallyStale`, a flag's `tags` (compared as flag tags), an environment's
-   `hasStrategies`, `variantCount`); these are reported as "one-sided fields". A constraint's
-   `inverted`, `caseInsensitive`, `values` and `value`, when left out, mean false, false,
-   [] and null.
-5. API token secrets: only what precedes the secret's `.` (its projects and environment) is
-   compared; flagstore keeps only hashes and shows a masked hint, Unleash shows the secret.
-6. With `--prefix` (two servers seeded independently, one of them shared), only entities
+   `hasStrategies`, `variantCount`, a client strategy's `sortOrder`); these are printed as
+   "one-sided fields". A constraint's `inverted`, `caseInsensitive`, `values` and `value`,
+   when left out, mean false, false, [] and null.
+5. API tokens: only what precedes the secret's `.` (its projects and environment) is compared:
+   flagstore keeps only hashes and shows a masked hint, Unleash shows the secret. Tokens that
+   share name, type, environment and projects are numbered (`#2`) in the order listed. A
+   side's `skip_token_ids` (proof.py: the new server's own admin token) are left out.
+6. A project overview's `stats` (activity in the last 30 days) and `onboardingStatus.feature`
+   (the first flag created) are dropped: an import or a seed makes its own history, in its
+   own order.
+7. With `--prefix` (two servers seeded independently, one of them shared), only entities
    whose name starts with the prefix are compared, besides the built-in ones (the default
-   project, environments, built-in context fields, strategies and tag type, feature types);
-   counts over the whole server (project health, feature counts, token and flag counts of
-   environments, context fields' usage) are then dropped.
-7. `GET /api/client/features`: the answer's `version`, `query` and `meta` (revision ids)
-   are dropped; the features keyed by name, the segments by name.
+   project, environments, built-in context fields, strategies and tag type, feature types,
+   root roles); counts over the whole server (project health, feature counts, token and flag
+   counts of environments, context fields' usage) are then dropped.
+8. `GET /api/client/features`: the answer's `version`, `query` and `meta` (revision ids)
+   are dropped; the features keyed by name, the segments by name. A client token a server
+   refuses makes its status the answer compared (and no SDK is asked).
 """
 
 from __future__ import annotations
@@ -95,6 +102,9 @@ class Side:
     url: str
     token: str
     client_tokens: dict[str, str] = field(default_factory=dict)
+    # Tokens of this server left out (by id): the admin token a proof made on a new server
+    # before importing into it, to read it with.
+    skip_token_ids: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -289,6 +299,19 @@ PROJECT_ROUTES = {
 }
 
 
+def _keyed(listing: Listing, scope: Scope, items: list[Item]) -> Entities:
+    """Items by key; a key two items share (two tokens of one name and scope) gets `#2`..."""
+    made: Entities = {}
+    for item in items:
+        if not listing.keep(scope, item):
+            continue
+        key, n = listing.key(item), 1
+        while (key if n == 1 else f"{key}#{n}") in made:
+            n += 1
+        made[key if n == 1 else f"{key}#{n}"] = listing.shape(item)
+    return made
+
+
 async def _listings(r: Reader, scope: Scope, got: Collected) -> None:
     paths = sorted({listing.path for listing in LISTINGS})
     answered = await _gather({path: r.optional(path) for path in paths})
@@ -300,11 +323,9 @@ async def _listings(r: Reader, scope: Scope, got: Collected) -> None:
             got.context_fields = items
         if listing.kind == "segments":
             got.segment_ids = {int(i["id"]): i["name"] for i in items if "id" in i}
-        got.kinds[listing.kind] = (
-            {listing.key(i): listing.shape(i) for i in items if listing.keep(scope, i)}
-            if served
-            else None
-        )
+        if listing.kind == "api tokens":
+            items = [i for i in items if i.get("id") not in r.side.skip_token_ids]
+        got.kinds[listing.kind] = _keyed(listing, scope, items) if served else None
 
 
 def _scoped_features(body: Any, scope: Scope) -> Any:
@@ -398,11 +419,15 @@ async def collect(r: Reader, scope: Scope) -> Collected:
         usage = {name: r.entity(f"/api/admin/segments/{ids[name]}/strategies") for name in segments}
         got.kinds["segment strategies"] = await _gather(usage)
     for environment, token in r.side.client_tokens.items():
-        body = await r.get(
+        status, body = await r.answer(
             "/api/client/features", token=token, headers={"Unleash-Client-Spec": CLIENT_SPEC}
         )
-        got.client[environment] = body
-        got.kinds[f"client features {environment}"] = _client(body, scope)
+        kind = f"client features {environment}"
+        if status == 200 and isinstance(body, dict):
+            got.client[environment] = body
+            got.kinds[kind] = _client(body, scope)
+        else:  # the token does not work here: that is the answer compared
+            got.kinds[kind] = {"(the answer)": Reader._body(status, body)}
     return got
 
 
@@ -483,7 +508,7 @@ class Report:
 
     @property
     def ok(self) -> bool:
-        return all(k.ok for k in self.kinds) and all(s.differ == 0 for s in self.sdk)
+        return all(k.ok for k in self.kinds) and all(s.ok for s in self.sdk)
 
 
 async def compare(
@@ -524,6 +549,11 @@ async def compare(
         else [e for e in both if e == (sdk_environment or _default_environment(both))]
     )
     for environment in chosen if contexts > 0 else []:
+        if environment not in got_a.client or environment not in got_b.client:
+            failed = answers.Agreement(environment, 0, contexts)
+            failed.error = "a client token does not work on both: no SDK asked"
+            report.sdk.append(failed)
+            continue
         vocab = answers.vocabulary(got_a.client[environment], got_a.context_fields)
         listed = {
             f["name"] for got in (got_a, got_b) for f in got.client[environment].get("features", [])
@@ -589,7 +619,7 @@ def _rows(report: Report, a: Side, b: Side) -> list[list[str]]:
 
 def _kind_details(k: KindResult, a: Side, b: Side) -> list[str]:
     out = [f"\n{k.kind}:"]
-    patterns = Counter(d.pattern for ds in k.differing.values() for d in ds)
+    patterns = Counter(d.pattern or "(the answer)" for ds in k.differing.values() for d in ds)
     if patterns:
         common = ", ".join(f"{p} ({n})" for p, n in patterns.most_common(8))
         out.append(f"  fields that differ (entities): {common}")
@@ -606,6 +636,8 @@ def _kind_details(k: KindResult, a: Side, b: Side) -> list[str]:
 
 
 def _sdk_lines(s: answers.Agreement) -> list[str]:
+    if s.error:
+        return [f"\nSDK, {s.environment}: {s.error}"]
     total = s.agree + s.differ
     out = [
         (

@@ -134,6 +134,9 @@ RULES: dict[str, Rules] = {
         aggregates=PROJECT_AGGREGATES,
         keyed={"environments": "environment"},
         unordered=_paths("featureTypeCounts"),
+        # What happened on the server in the last 30 days, and which flag was created first:
+        # an import or a seed makes its own history, in its own order.
+        drop=_paths("stats", "onboardingStatus.feature"),
     ),
     "project environments": Rules(
         keyed={"environments": "name"},
@@ -158,7 +161,12 @@ RULES: dict[str, Rules] = {
         unordered=_paths("strategies", "changeRequestStrategies"),
     ),
     "project flags": _merge(
-        {"keyed": {"environments": "name"}, "unordered": _paths("tags")},
+        _strategy(ENV_STRATEGY),
+        {
+            "keyed": {"environments": "name"},
+            "unordered": _paths("tags"),
+            "drop": _paths("links.[].id"),
+        },
         one_sided=_paths(
             "collaborators",
             "lifecycle",
@@ -184,7 +192,7 @@ RULES: dict[str, Rules] = {
         _strategy(ENV_STRATEGY),
         {
             "keyed": {"environments": "name"},
-            "drop": _paths("createdBy.id", "collaborators.users.[].id"),
+            "drop": _paths("createdBy.id", "collaborators.users.[].id", "links.[].id"),
             "unordered": _paths("tags", "dependencies", "children", "collaborators.users"),
         },
         one_sided=_paths(
@@ -308,7 +316,7 @@ class Difference:
     b: Any
 
     def line(self, width: int = 160) -> str:
-        text = f"{self.path}: {short(self.a)} != {short(self.b)}"
+        text = f"{self.path or '(the answer)'}: {short(self.a)} != {short(self.b)}"
         return text if len(text) <= width else text[: width - 3] + "..."
 
 
