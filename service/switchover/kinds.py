@@ -5,6 +5,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from service.switchover.context_fields import ContextFields
+from service.switchover.default_strategies import DefaultStrategies
+from service.switchover.environments import Environments
+from service.switchover.feature_types import FeatureTypes
+from service.switchover.projects import Projects
+from service.switchover.segments import Segments
+from service.switchover.strategy_types import StrategyTypes
 from service.switchover.tag_types import TagTypes
 
 if TYPE_CHECKING:
@@ -12,4 +19,15 @@ if TYPE_CHECKING:
 
 
 def all_kinds() -> list[Kind]:
-    return [TagTypes()]
+    # A project's environments exist before it; its default strategies name segments.
+    projects = Projects()
+    return [
+        Environments(),
+        projects,
+        ContextFields(),
+        StrategyTypes(),
+        FeatureTypes(),
+        Segments(),
+        DefaultStrategies(projects),
+        TagTypes(),
+    ]

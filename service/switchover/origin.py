@@ -1,7 +1,8 @@
 """What an earlier import from the same source wrote, read from the log itself (no read model:
 the events' metadata holds it, `Metadata.origin`). A stream is the source's when an import
 from it appended to the stream; it was changed here when a later event of the stream came from
-anywhere else (a person, a token, another source)."""
+anywhere else (a person, a token, another source). A stream whose every event is the first
+start's (`source` bootstrap) is as a new install has it: pristine, the source may set it."""
 
 from __future__ import annotations
 
@@ -16,13 +17,15 @@ if TYPE_CHECKING:
 class Provenance(NamedTuple):
     imported: bool  # an import from this source appended to the stream
     changed_here: bool  # an event from elsewhere followed the last one from this source
+    pristine: bool = False  # every event of the stream is the first start's (bootstrap)
 
 
 # Over the events table's unique (stream_type, stream_key, stream_version) index.
 _PROVENANCE = """
 SELECT stream_key,
        max(stream_version) FILTER (WHERE metadata->>'origin' = $2) AS imported_at,
-       max(stream_version) FILTER (WHERE metadata->>'origin' IS DISTINCT FROM $2) AS other_at
+       max(stream_version) FILTER (WHERE metadata->>'origin' IS DISTINCT FROM $2) AS other_at,
+       bool_and(metadata->>'source' = 'bootstrap') AS pristine
 FROM events
 WHERE stream_type = $1 AND ($3::text[] IS NULL OR stream_key = ANY($3::text[]))
 GROUP BY stream_key
@@ -43,6 +46,7 @@ async def provenance(
             changed_here=r["imported_at"] is not None
             and r["other_at"] is not None
             and r["other_at"] > r["imported_at"],
+            pristine=bool(r["pristine"]),
         )
         for r in rows
     }
@@ -50,7 +54,13 @@ async def provenance(
 
 def may_overwrite(found: Provenance | None, *, prefer_source: bool) -> bool:
     """Whether the import may change an entity that exists here: one an earlier run brought
-    from this source and nobody changed here since, or any with `--prefer-source`."""
+    from this source and nobody changed here since, one as the first start made it (pristine),
+    or any with `--prefer-source`."""
     if prefer_source:
         return True
-    return found is not None and found.imported and not found.changed_here
+    return found is not None and (found.pristine or (found.imported and not found.changed_here))
+
+
+# A built-in entity that has no stream yet (a constant of the service, as a new install has
+# it): the source may set it, as one the first start made.
+AS_INSTALLED = Provenance(imported=False, changed_here=False, pristine=True)
