@@ -30,6 +30,7 @@ from service.audit import report
 from service.errors import AppError, from_log
 from service.privacy import admin
 from service.settings import Settings, load_settings
+from service.switchover import file as export_file
 from service.switchover import kinds, source
 from service.switchover import run as switchover
 from service.switchover.progress import Progress
@@ -74,7 +75,16 @@ def build_parser() -> argparse.ArgumentParser:
         "import-unleash",
         help="copy a running Unleash's state into this service (docs/migrating.md)",
     )
-    unleash.add_argument("--url", required=True, help="the Unleash's address, e.g. https://u.io")
+    given = unleash.add_mutually_exclusive_group(required=True)
+    given.add_argument("--url", help="the Unleash's address, e.g. https://unleash.example.com")
+    given.add_argument(
+        "--file",
+        type=Path,
+        help="an export file (POST /api/admin/features-batch/export) instead of --url",
+    )
+    unleash.add_argument(
+        "--environment", help="with --file: the environment the file's strategies are for"
+    )
     unleash.add_argument(
         "--token",
         default=os.environ.get("UNLEASH_TOKEN"),
@@ -307,6 +317,8 @@ async def _import_users(conn: Conn, args: argparse.Namespace, _dsn: str) -> int:
 async def _import_unleash(conn: Conn, args: argparse.Namespace, _dsn: str) -> int:
     """Exit 0 when the source and this service agree after the run, 1 when a kind had
     problems or the source failed while being read, 2 for what the command line got wrong."""
+    if args.file is not None:
+        return await _import_unleash_file(conn, args)
     if not args.token:
         print("error: --token (or UNLEASH_TOKEN) is required", file=sys.stderr)
         return 2
@@ -331,6 +343,25 @@ async def _import_unleash(conn: Conn, args: argparse.Namespace, _dsn: str) -> in
         return exc.exit_code
     print_report(outcome, sys.stdout)
     print(f"done in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    return 1 if outcome.problems else 0
+
+
+async def _import_unleash_file(conn: Conn, args: argparse.Namespace) -> int:
+    """Exit 0 when the file was imported (or matched), 1 when it was refused, 2 when it is no
+    export file or no environment was given."""
+    if not args.environment:
+        print("error: --file needs --environment (a file holds one environment)", file=sys.stderr)
+        return 2
+    await migrations.migrate(conn)
+    await bootstrap.seed_defaults(Work(apply_inline), conn)
+    try:
+        outcome = await export_file.import_file(
+            Work(apply_inline), conn, args.file, args.environment, dry_run=args.dry_run
+        )
+    except export_file.FileError as exc:
+        print(f"error: {exc}; nothing was written", file=sys.stderr)
+        return 2
+    print("\n".join(outcome.lines()))
     return 1 if outcome.problems else 0
 
 
