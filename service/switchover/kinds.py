@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from service.switchover.flags import Flags
 from service.switchover.tag_types import TagTypes
 
 if TYPE_CHECKING:
@@ -12,4 +13,4 @@ if TYPE_CHECKING:
 
 
 def all_kinds() -> list[Kind]:
-    return [TagTypes()]
+    return [TagTypes(), Flags()]
