@@ -407,14 +407,17 @@ def add_strategy(  # noqa: PLR0913 - the facts the rules need
     strategy_id: str,
     next_sort_order: int,
     now: datetime,
+    spread: bool = True,
 ) -> StrategyAdded:
+    """spread: variable variants share what fixed ones leave (a request's variants); False
+    keeps weights another server spread already (an import: spread_weights, kept_weights)."""
     check_target(target, state)
     _check_segments(missing_segments)
     return StrategyAdded(
         name=target.feature,
         project=target.project,
         environment=target.environment,
-        strategy=strategy_data(body, strategy_id, next_sort_order),
+        strategy=strategy_data(body, strategy_id, next_sort_order, spread=spread),
         added_at=now,
     )
 
@@ -427,9 +430,10 @@ def update_strategy(  # noqa: PLR0913 - the facts the rules need
     strategy_id: str,
     current_sort_order: int | None,
     missing_segments: Sequence[int],
+    spread: bool = True,
 ) -> StrategyUpdated:
     """current_sort_order: the strategy's, None when it is not the flag's there. A PUT without
-    sortOrder keeps the strategy's place."""
+    sortOrder keeps the strategy's place. spread: as add_strategy takes it."""
     check_target(target, state)
     if current_sort_order is None:
         raise strategy_not_found(strategy_id)
@@ -438,7 +442,7 @@ def update_strategy(  # noqa: PLR0913 - the facts the rules need
         name=target.feature,
         project=target.project,
         environment=target.environment,
-        strategy=strategy_data(body, strategy_id, current_sort_order),
+        strategy=strategy_data(body, strategy_id, current_sort_order, spread=spread),
     )
 
 
@@ -469,15 +473,21 @@ def switch_environment(
 
 
 def set_environment_variants(
-    target: Target, variants: Sequence[commands.Variant], state: EnvironmentState | None
+    target: Target,
+    variants: Sequence[commands.Variant],
+    state: EnvironmentState | None,
+    *,
+    spread: bool = True,
 ) -> EnvironmentVariantsSet:
+    """spread: as add_strategy takes it."""
     check_target(target, state)
     check_variant_names(variants, "$")
+    weighed = spread_weights(variants, "$") if spread else kept_weights(variants, "$")
     return EnvironmentVariantsSet(
         name=target.feature,
         project=target.project,
         environment=target.environment,
-        variants=_as(spread_weights(variants, "$"), list[Variant]),
+        variants=_as(weighed, list[Variant]),
     )
 
 
@@ -512,6 +522,18 @@ def spread_weights(variants: Sequence[V], path: str) -> list[V]:
         msgspec.structs.replace(v, weight=weights[i]) if i in weights else v
         for i, v in enumerate(variants)
     ]
+
+
+def kept_weights(variants: Sequence[V], path: str) -> list[V]:
+    """Weights another server spread already (Unleash gives the remainder of a division to
+    the variants in the order they were sent, then stores them by name, so spreading them
+    again here could move a point of weight): kept when they total 1000, as spread ones do."""
+    if not variants:
+        return []
+    total = sum(v.weight for v in variants)
+    if total != TOTAL_WEIGHT:
+        raise ValidationError(f"Variant weights must total 1000 (got {total}) - at `{path}`")
+    return list(variants)
 
 
 def check_variant_names(
@@ -572,10 +594,14 @@ def _check_single_value(operator: str, value: str | None, path: str) -> None:
         raise ValidationError(f"{operator} needs a semantic version - at `{path}`")
 
 
-def strategy_data(body: StrategyBody, strategy_id: str, default_sort_order: int) -> StrategyData:
-    """Validate a strategy body and decide what is stored (variant weights spread)."""
+def strategy_data(
+    body: StrategyBody, strategy_id: str, default_sort_order: int, *, spread: bool = True
+) -> StrategyData:
+    """Validate a strategy body and decide what is stored (variant weights spread, or kept
+    as given: add_strategy)."""
     check_constraints(body.constraints)
     check_variant_names(body.variants, "$.variants")
+    weigh = spread_weights if spread else kept_weights
     return StrategyData(
         id=strategy_id,
         name=body.name,
@@ -584,7 +610,7 @@ def strategy_data(body: StrategyBody, strategy_id: str, default_sort_order: int)
         sort_order=default_sort_order if body.sort_order is None else body.sort_order,
         constraints=_as(body.constraints, list[Constraint]),
         parameters=dict(body.parameters),
-        variants=_as(spread_weights(body.variants, "$.variants"), list[StrategyVariant]),
+        variants=_as(weigh(body.variants, "$.variants"), list[StrategyVariant]),
         segments=list(dict.fromkeys(body.segments)),
     )
 

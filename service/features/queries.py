@@ -659,3 +659,36 @@ async def default_strategy(
     """The project environment's default strategy; None: the built-in one."""
     found = await conn.fetchval(DEFAULT_STRATEGY, project, environment)
     return None if found is None else _default_strategy.decode(found)
+
+
+# --- every flag at once (`python -m service import-unleash`: service/switchover/flags.py) ----
+
+# The import locks what its flags refer to (share) before the flags (update), in the order a
+# person's requests take them: tag types, strategy types and segments, projects, flags.
+LOCK_ALL_TAG_TYPES_SHARED = "SELECT name FROM tag_types ORDER BY name FOR SHARE"
+LOCK_ALL_STRATEGY_TYPES_SHARED = "SELECT name FROM strategy_definitions ORDER BY name FOR SHARE"
+LOCK_ALL_SEGMENTS_SHARED = "SELECT id, name FROM segments ORDER BY id FOR SHARE"
+LOCK_ALL_PROJECTS_SHARED = """
+SELECT p.id,
+       array(SELECT pe.environment FROM project_environments pe WHERE pe.project_id = p.id
+             ORDER BY pe.environment) AS environments
+FROM projects p WHERE p.archived_at IS NULL ORDER BY p.id FOR SHARE
+"""
+LOCK_ALL_FLAGS = """
+SELECT name, project, type, description, impression_data, stale, created_at, archived_at
+FROM features ORDER BY name FOR UPDATE
+"""
+ALL_FEATURE_ENVIRONMENTS = """
+SELECT feature_name, environment, enabled, variants::text AS variants FROM feature_environments
+"""
+ALL_STRATEGIES = f"""
+SELECT {_STRATEGY_COLUMNS} FROM feature_strategies s
+ORDER BY s.feature_name, s.environment, s.sort_order, s.created_at, s.id
+"""  # noqa: S608 - constants
+ALL_TAGS = "SELECT feature_name, type, value FROM feature_tags"
+ALL_DEPENDENCIES = """
+SELECT child, parent, enabled, variants::text AS variants FROM feature_dependencies
+"""
+ALL_LINKS = """
+SELECT feature_name, id, url, title FROM feature_links ORDER BY feature_name, created_at, id
+"""

@@ -9,6 +9,7 @@ from service.switchover.context_fields import ContextFields
 from service.switchover.default_strategies import DefaultStrategies
 from service.switchover.environments import Environments
 from service.switchover.feature_types import FeatureTypes
+from service.switchover.flags import Flags
 from service.switchover.projects import Projects
 from service.switchover.segments import Segments
 from service.switchover.strategy_types import StrategyTypes
@@ -30,4 +31,5 @@ def all_kinds() -> list[Kind]:
         Segments(),
         DefaultStrategies(projects),
         TagTypes(),
+        Flags(),
     ]
