@@ -37,6 +37,19 @@ STREAM_VERSION = "SELECT version FROM streams WHERE stream_type = $1 AND stream_
 STREAM_VERSIONS = """
 SELECT stream_key, version FROM streams WHERE stream_type = $1 AND stream_key = ANY($2::text[])
 """
+# Over the events table's unique (stream_type, stream_key, stream_version) index.
+STREAM_ORIGINS = """
+SELECT stream_key,
+       max(stream_version) FILTER (WHERE metadata->>'origin' = $2) AS marked_at,
+       max(stream_version) FILTER (
+           WHERE metadata->>'origin' IS DISTINCT FROM $2
+             AND ($4::text[] IS NULL OR type = ANY($4::text[]))
+       ) AS other_at,
+       bool_and(metadata->>'source' = 'bootstrap') AS bootstrap_only
+FROM events
+WHERE stream_type = $1 AND ($3::text[] IS NULL OR stream_key = ANY($3::text[]))
+GROUP BY stream_key
+"""
 LAST_POSITION = """
 SELECT position FROM events WHERE stream_type = $1 AND stream_key = $2
 ORDER BY stream_version DESC LIMIT 1
@@ -83,6 +96,32 @@ async def stream_versions(conn: Conn, stream_type: str, keys: list[str]) -> dict
     """The versions of those streams of the type that exist, by key (one statement)."""
     rows = await conn.fetch(STREAM_VERSIONS, stream_type, keys)
     return {row["stream_key"]: int(row["version"]) for row in rows}
+
+
+class StreamOrigin(NamedTuple):
+    """Of one stream: the version of its last event marked with an origin (Metadata.origin),
+    of its last event of the counted types from anywhere else, and whether every event of it
+    is the first start's."""
+
+    marked_at: int | None
+    other_at: int | None
+    bootstrap_only: bool
+
+
+async def stream_origins(
+    conn: Conn,
+    stream_type: str,
+    origin: str,
+    keys: Sequence[str] | None = None,
+    types: Sequence[str] | None = None,
+) -> dict[str, StreamOrigin]:
+    """Each stream of the type (or of these keys) that exists, as StreamOrigin says; `types`:
+    the event types that count for `other_at` (None: all)."""
+    rows = await conn.fetch(STREAM_ORIGINS, stream_type, origin, keys, types)
+    return {
+        r["stream_key"]: StreamOrigin(r["marked_at"], r["other_at"], bool(r["bootstrap_only"]))
+        for r in rows
+    }
 
 
 async def last_position(conn: Conn, stream: tuple[str, str]) -> int | None:

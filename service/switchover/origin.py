@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
+from eventlog import reads
+
 if TYPE_CHECKING:
     from collections.abc import Collection
 
@@ -20,35 +22,34 @@ class Provenance(NamedTuple):
     pristine: bool = False  # every event of the stream is the first start's (bootstrap)
 
 
-# Over the events table's unique (stream_type, stream_key, stream_version) index.
-_PROVENANCE = """
-SELECT stream_key,
-       max(stream_version) FILTER (WHERE metadata->>'origin' = $2) AS imported_at,
-       max(stream_version) FILTER (WHERE metadata->>'origin' IS DISTINCT FROM $2) AS other_at,
-       bool_and(metadata->>'source' = 'bootstrap') AS pristine
-FROM events
-WHERE stream_type = $1 AND ($3::text[] IS NULL OR stream_key = ANY($3::text[]))
-GROUP BY stream_key
-"""
-
-
 async def provenance(
-    conn: Conn, stream_type: str, origin: str, keys: Collection[str] | None = None
+    conn: Conn,
+    stream_type: str,
+    origin: str,
+    keys: Collection[str] | None = None,
+    *,
+    changes: Collection[str] | None = None,
 ) -> dict[str, Provenance]:
     """Each stream of the type (or of these keys) that exists: whether this source wrote it and
-    whether it was changed here since. A stream the answer lacks does not exist."""
-    rows = await conn.fetch(
-        _PROVENANCE, stream_type, origin, None if keys is None else sorted(keys)
+    whether it was changed here since. A stream the answer lacks does not exist. `changes`:
+    the event types that count as a change made here (None: every type), for streams that
+    also hold what changes none of what an import writes (a person's sign-ins)."""
+    found = await reads.stream_origins(
+        conn,
+        stream_type,
+        origin,
+        None if keys is None else sorted(keys),
+        None if changes is None else sorted(changes),
     )
     return {
-        r["stream_key"]: Provenance(
-            imported=r["imported_at"] is not None,
-            changed_here=r["imported_at"] is not None
-            and r["other_at"] is not None
-            and r["other_at"] > r["imported_at"],
-            pristine=bool(r["pristine"]),
+        key: Provenance(
+            imported=o.marked_at is not None,
+            changed_here=o.marked_at is not None
+            and o.other_at is not None
+            and o.other_at > o.marked_at,
+            pristine=o.bootstrap_only,
         )
-        for r in rows
+        for key, o in found.items()
     }
 
 
