@@ -5,7 +5,7 @@ brought and the source dropped), and how a refusal is named in the report."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
 
@@ -13,18 +13,33 @@ from service.errors import AppError
 from service.switchover import origin
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from eventlog.connections import Conn
     from service.switchover.run import Context, Outcome
+
+# Advisory locks of names in name order: two imports, or an import and a person's change of
+# the same names, queue without a deadlock.
+_LOCK_NAMES = """
+SELECT pg_advisory_xact_lock($1, hashtext(n))
+FROM (SELECT DISTINCT n FROM unnest($2::text[]) n ORDER BY n) names
+"""
+
+
+async def lock_names(conn: Conn, key: int, names: Iterable[str]) -> None:
+    """Take the advisory locks our routes take for these names (`key`: the kind's lock space)."""
+    await conn.execute(_LOCK_NAMES, key, list(names))
 
 
 def to_change(  # noqa: PLR0913, PLR0917 - the two states and what decides between them
     ctx: Context,
     name: str,
-    current: msgspec.Struct,
-    wanted: msgspec.Struct,
+    current: msgspec.Struct | NamedTuple,
+    wanted: msgspec.Struct | NamedTuple,
     mark: origin.Provenance | None,
     outcome: Outcome,
 ) -> bool:
-    """Whether the entity is to be changed to `wanted` (two Structs of one type, in our terms,
+    """Whether the entity is to be changed to `wanted` (two states of one type, in our terms,
     defaults normalised): the same counts as unchanged; a difference the import may not
     overwrite is a conflict naming the fields that differ."""
     if current == wanted:
@@ -48,10 +63,16 @@ def to_delete(ctx: Context, name: str, mark: origin.Provenance | None, outcome: 
     return True
 
 
-def differs(current: msgspec.Struct, wanted: msgspec.Struct) -> str:
-    here, there = msgspec.structs.asdict(current), msgspec.structs.asdict(wanted)
+def differs(current: msgspec.Struct | NamedTuple, wanted: msgspec.Struct | NamedTuple) -> str:
+    here, there = _fields(current), _fields(wanted)
     fields = [f for f in here if here[f] != there[f]]
     return "differs here in " + ", ".join(fields)
+
+
+def _fields(state: msgspec.Struct | NamedTuple) -> dict[str, Any]:
+    if isinstance(state, msgspec.Struct):
+        return msgspec.structs.asdict(state)
+    return state._asdict()
 
 
 def reason(exc: Exception) -> str:

@@ -46,12 +46,7 @@ class Shape(msgspec.Struct, frozen=True):
     sort_order: int
 
 
-# The fields' advisory locks in name order (two imports, or an import and a person's change,
-# queue without a deadlock), then their rows.
-_LOCK_NAMES = """
-SELECT pg_advisory_xact_lock($1, hashtext(n))
-FROM (SELECT DISTINCT n FROM unnest($2::text[]) n ORDER BY n) names
-"""
+# The fields' rows, locked after their names' advisory locks.
 _LOCK_ROWS = "SELECT name FROM context_fields ORDER BY name FOR UPDATE"
 _NAMES = "SELECT name FROM context_fields"
 
@@ -73,7 +68,7 @@ class ContextFields:
         outcome = Outcome(kind=self.name, in_source=len(data))
         ctx.progress.phase("writing context fields", len(data))
         names = [r["name"] for r in await uow.conn.fetch(_NAMES)] + [f.name for f in data]
-        await uow.conn.execute(_LOCK_NAMES, queries.LOCKS, names)
+        await changes.lock_names(uow.conn, queries.LOCKS, names)
         await uow.conn.execute(_LOCK_ROWS)
         ours = {f.name: f for f in await queries.fields(uow.conn)}
         marks = await origin.provenance(uow.conn, "context-field", ctx.origin)

@@ -48,10 +48,6 @@ class BuiltInShape(msgspec.Struct, frozen=True):
     deprecated: bool
 
 
-_LOCK_NAMES = """
-SELECT pg_advisory_xact_lock($1, hashtext(n))
-FROM (SELECT DISTINCT n FROM unnest($2::text[]) n ORDER BY n) names
-"""
 _LOCK_ROWS = "SELECT name FROM strategy_definitions ORDER BY name FOR UPDATE"
 _NAMES = "SELECT name FROM strategy_definitions"
 
@@ -69,7 +65,7 @@ class StrategyTypes:
         outcome = Outcome(kind=self.name, in_source=len(data))
         ctx.progress.phase("writing strategy types", len(data))
         names = [r["name"] for r in await uow.conn.fetch(_NAMES)] + [s.name for s in data]
-        await uow.conn.execute(_LOCK_NAMES, queries.LOCKS, names)
+        await changes.lock_names(uow.conn, queries.LOCKS, names)
         await uow.conn.execute(_LOCK_ROWS)
         ours = {t.name: t for t in await queries.strategy_types(uow.conn)}
         marks = await origin.provenance(uow.conn, "strategy", ctx.origin)

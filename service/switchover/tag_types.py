@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from service.errors import AppError
-from service.switchover import origin
+from service.switchover import changes, origin
 from service.switchover.run import Outcome
 from service.tag_types import domain, queries
 from service.tag_types.commands import TagTypeBody, UpdateTagType
@@ -72,11 +71,9 @@ class TagTypes:
                 wanted = domain.TagTypeState(
                     body.description, body.icon, body.color or current.color
                 )
-                if wanted == current:
-                    outcome.unchanged += 1
-                    continue
-                if not origin.may_overwrite(marks.get(item.name), prefer_source=ctx.prefer_source):
-                    outcome.conflicts.append((item.name, _differs(current, wanted)))
+                if not changes.to_change(
+                    ctx, item.name, current, wanted, marks.get(item.name), outcome
+                ):
                     continue
                 update = domain.update_tag_type(
                     item.name, msgspec.convert(wanted._asdict(), UpdateTagType), current
@@ -85,8 +82,8 @@ class TagTypes:
                     await uow.append(domain.stream(item.name), [update], ctx.metadata)
                     outcome.updated.append(item.name)
                     outcome.events += 1
-            except (msgspec.ValidationError, AppError) as exc:
-                outcome.refused.append((item.name, _reason(exc)))
+            except changes.REFUSALS as exc:
+                outcome.refused.append((item.name, changes.reason(exc)))
         await _delete_gone(ctx, {i.name for i in data}, ours, marks, uow, outcome)
         ctx.progress.done()
         return outcome
@@ -103,11 +100,7 @@ async def _delete_gone(  # noqa: PLR0913, PLR0917 - the state a deletion compare
     """What an earlier run brought from this source and the source no longer has is
     deleted, as a person would delete it; what was made here is never touched."""
     for name in sorted(set(ours) - kept):
-        mark = marks.get(name)
-        if mark is None or not mark.imported:
-            continue
-        if mark.changed_here and not ctx.prefer_source:
-            outcome.conflicts.append((name, "gone from the source, changed here since"))
+        if not changes.to_delete(ctx, name, marks.get(name), outcome):
             continue
         tagged = await queries.lock_tagged(uow.conn, name)
         untagged, deleted = domain.delete_tag_type(name, exists=True, tagged=tagged)
@@ -121,12 +114,3 @@ async def _delete_gone(  # noqa: PLR0913, PLR0917 - the state a deletion compare
 def _created(now: datetime) -> datetime:
     """Unleash's API gives no tag type's creation time: the run's is used."""
     return now
-
-
-def _differs(current: domain.TagTypeState, wanted: domain.TagTypeState) -> str:
-    fields = [f for f in current._fields if getattr(current, f) != getattr(wanted, f)]
-    return "differs here in " + ", ".join(fields)
-
-
-def _reason(exc: Exception) -> str:
-    return exc.message if isinstance(exc, AppError) else str(exc)
