@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.browser.ui import Api, unique
+from tests.browser.ui import STEP_TIMEOUT_MS, Api, unique
 
 if TYPE_CHECKING:
     from tests.browser.ui import Journey
@@ -105,7 +105,9 @@ def test_applications_list_an_application_s_page_and_deleting_it(journey: Journe
         dialog.get_by_text("Are you sure you want to delete this application?").wait_for()
         with page.expect_response(journey.answered("DELETE", rf"{APPS}/{app}$")):
             dialog.get_by_role("button", name=re.compile("^(Delete|Yes|Ok)", re.IGNORECASE)).click()
-        page.wait_for_url(re.compile(r".*/applications$"))
+        # The list opens after the UI's follow-up requests: on a loaded machine, longer than a
+        # step may take.
+        page.wait_for_url(re.compile(r".*/applications$"), timeout=3 * STEP_TIMEOUT_MS)
         journey.wait_until(
             "the application is gone", lambda: api.call("GET", f"{APPS}/{app}")[0] == 404
         )
