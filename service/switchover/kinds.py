@@ -19,6 +19,7 @@ from service.switchover.feature_types import FeatureTypes
 from service.switchover.flags import Flags
 from service.switchover.projects import Projects
 from service.switchover.segments import Segments
+from service.switchover.service_accounts import ServiceAccounts
 from service.switchover.strategy_types import StrategyTypes
 from service.switchover.tag_types import TagTypes
 from service.switchover.users import DEFAULT_PUBLIC_URL, Users
@@ -42,5 +43,6 @@ def all_kinds(public_url: str = DEFAULT_PUBLIC_URL) -> list[Kind]:
         TagTypes(),
         Flags(),
         Users(public_url),
+        ServiceAccounts(),
         ApiTokens(),
     ]

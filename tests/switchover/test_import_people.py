@@ -24,6 +24,7 @@ from aiohttp import web
 from projections.inline import apply_inline
 from service import auth
 from service.switchover.api_tokens import ApiTokens
+from service.switchover.service_accounts import ServiceAccounts
 from service.switchover.users import LINKS, Users
 from service.users import admins
 from service.work import Work
@@ -84,13 +85,18 @@ async def seed(client: Any) -> tuple[dict[str, int], dict[str, str]]:
     return ids, secrets
 
 
-def unleash_like(source: Source, secrets: dict[str, str]) -> web.Application:
+def unleash_like(
+    source: Source, secrets: dict[str, str], absent: frozenset[str] = frozenset()
+) -> web.Application:
     """The source, answering its token list as Unleash does: with each token's secret (those
-    the seeding was given, and the admin token the tests use), by the hint this service shows."""
+    the seeding was given, and the admin token the tests use), by the hint this service shows.
+    The paths in `absent` answer 404, as Unleash's open-source edition answers Enterprise's."""
     by_hint = {auth.secret_hint(s): s for s in secrets.values()}
     by_hint[auth.secret_hint(ADMIN_TOKEN, reveal=False)] = ADMIN_TOKEN  # chosen, not made
 
     async def forward(request: web.Request) -> web.Response:
+        if request.path in absent:
+            return web.json_response({"message": "Not found"}, status=404)
         async with (
             aiohttp.ClientSession() as session,
             session.request(
@@ -456,3 +462,64 @@ async def test_links_are_printed_without_a_file(
         line.startswith("reset link: ") and "/reset-password?token=" in line for line in lines
     )
     assert ADMIN["Authorization"] not in printed.getvalue()
+
+
+async def test_service_accounts_are_carried_and_follow_the_source(
+    source: Source, target: Target
+) -> None:
+    made = await send(
+        source.client,
+        "POST",
+        "/api/admin/service-account",
+        {"username": "ci-bot", "name": "CI bot", "rootRole": 2},
+    )
+    report = await target.run(source, only=[ServiceAccounts()])
+    accounts = outcome(report, "service accounts")
+    assert accounts.created == ["ci-bot"]
+    assert ("their tokens", "not carried: the source shows their secrets only as hints") in (
+        accounts.skipped
+    )
+    fields = ("username", "name", "rootRole", "createdAt")
+    (there,) = (await get(source.client, "/api/admin/service-account"))["serviceAccounts"]
+    (here,) = (await get(target.client, "/api/admin/service-account"))["serviceAccounts"]
+    assert {f: here[f] for f in fields} == {f: there[f] for f in fields}
+    before = await target.events()
+    await target.run(source, only=[ServiceAccounts()])
+    assert await target.events() == before
+
+    path = f"/api/admin/service-account/{made['id']}"
+    await send(source.client, "PUT", path, {"name": "CI bot (prod)", "rootRole": 3})
+    position = await head(target)
+    await target.run(source, only=[ServiceAccounts()])
+    assert await events_after(target, position) == ["ServiceAccountUpdated"]
+    (here,) = (await get(target.client, "/api/admin/service-account"))["serviceAccounts"]
+    assert (here["name"], here["rootRole"]) == ("CI bot (prod)", 3)
+
+    await send(source.client, "DELETE", path)
+    position = await head(target)
+    await target.run(source, only=[ServiceAccounts()])
+    assert await events_after(target, position) == ["ServiceAccountDeleted"]
+    assert (await get(target.client, "/api/admin/service-account"))["serviceAccounts"] == []
+
+
+async def test_a_source_without_service_accounts_says_so(
+    aiohttp_server: AiohttpServer, source: Source, target: Target
+) -> None:
+    """Unleash's open-source edition: the path is Enterprise's, answered 404."""
+    served = await aiohttp_server(
+        unleash_like(source, {}, frozenset({"/api/admin/service-account"}))
+    )
+    like = type(source)(
+        url=str(served.make_url("")).rstrip("/"), token=source.token, client=source.client
+    )
+    before = await target.events()
+    report = await target.run(like, only=[ServiceAccounts()])
+    accounts = outcome(report, "service accounts")
+    assert accounts.skipped == [
+        (
+            "service accounts",
+            "the source has none: /api/admin/service-account answered 404 (Unleash Enterprise's)",
+        )
+    ]
+    assert report.problems == 0
+    assert await target.events() == before
