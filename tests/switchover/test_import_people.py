@@ -32,6 +32,7 @@ from tests.factories import ADMIN, ADMIN_TOKEN, ok
 from tests.switchover.test_import_refdata import get, run_command, send
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
     from pytest_aiohttp import AiohttpServer
@@ -86,11 +87,15 @@ async def seed(client: Any) -> tuple[dict[str, int], dict[str, str]]:
 
 
 def unleash_like(
-    source: Source, secrets: dict[str, str], absent: frozenset[str] = frozenset()
+    source: Source,
+    secrets: dict[str, str],
+    absent: frozenset[str] = frozenset(),
+    users: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
 ) -> web.Application:
     """The source, answering its token list as Unleash does: with each token's secret (those
     the seeding was given, and the admin token the tests use), by the hint this service shows.
-    The paths in `absent` answer 404, as Unleash's open-source edition answers Enterprise's."""
+    The paths in `absent` answer 404, as Unleash's open-source edition answers Enterprise's;
+    `users` changes the user list (what this service cannot be made to hold)."""
     by_hint = {auth.secret_hint(s): s for s in secrets.values()}
     by_hint[auth.secret_hint(ADMIN_TOKEN, reveal=False)] = ADMIN_TOKEN  # chosen, not made
 
@@ -112,6 +117,8 @@ def unleash_like(
                 for token in tokens:
                     token["secret"] = by_hint.get(token["secret"], token["secret"])
                 return web.json_response({"tokens": tokens})
+            if request.path == "/api/admin/user-admin" and users is not None:
+                return web.json_response(users(json.loads(body)))
             return web.Response(body=body, status=answer.status, content_type="application/json")
 
     app = web.Application()
@@ -522,4 +529,29 @@ async def test_a_source_without_service_accounts_says_so(
         )
     ]
     assert report.problems == 0
+    assert await target.events() == before
+
+
+async def test_a_custom_root_role_is_refused_by_name(
+    aiohttp_server: AiohttpServer, source: Source, target: Target
+) -> None:
+    """Unleash Enterprise's custom root roles have no counterpart here: the person is named."""
+    await seed(source.client)
+
+    def custom(answer: dict[str, Any]) -> dict[str, Any]:
+        for user in answer["users"]:
+            if user.get("username") == "grace":
+                user["rootRole"] = 9
+        return answer | {"rootRoles": [*answer["rootRoles"], {"id": 9, "name": "Auditor"}]}
+
+    served = await aiohttp_server(unleash_like(source, {}, users=custom))
+    like = type(source)(
+        url=str(served.make_url("")).rstrip("/"), token=source.token, client=source.client
+    )
+    before = await target.events()
+    report = await target.run(like, only=people())
+    users = outcome(report, "users")
+    assert [name for name, _ in users.refused] == ["grace"]
+    assert "Could not find rootRole=Auditor" in users.refused[0][1]
+    assert not users.written
     assert await target.events() == before
