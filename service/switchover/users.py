@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 import msgspec
 
 from eventlog import reads
+from eventlog.appends import NewStream
 from eventlog.events.users import ImportedUser, UserDeleted, UserUpdated
 from service import auth
 from service.switchover import changes, origin
@@ -121,6 +122,7 @@ class Users:
         people = {i: a for i, a in accounts.items() if a.account_type == domain.USER}
         marks = await reads.people_origins(uow.conn, ctx.origin, CHANGES, INSTALLERS)
         pairs = _pairs(data.users, people, marks)
+        emails = {a.email.lower(): i for i, a in accounts.items() if a.email}
         ids: dict[Any, int] = ctx.ids.setdefault("user", {})
         fresh: list[ImportedUser] = []
         for item in data.users:
@@ -136,7 +138,7 @@ class Users:
                 fresh.append(wanted)
                 continue
             ids[item.id] = ours_id
-            await _update(ctx, label, people[ours_id], wanted, (accounts, marks), uow, outcome)
+            await _update(ctx, label, people[ours_id], wanted, (emails, marks), uow, outcome)
         await _delete_gone(ctx, set(pairs.values()), people, marks, uow, outcome)
         links = await self._create(ctx, fresh, uow, outcome) if not outcome.problems else []
         if not outcome.problems:
@@ -154,6 +156,7 @@ class Users:
         outcome.events += -(-len(created) // importer.BATCH)
         ids: dict[Any, int] = ctx.ids.setdefault("user", {})
         links: list[tuple[str, str]] = []
+        streams: list[NewStream] = []
         for user in created:
             ids[user.source_id] = user.user_id
             who = user.username or user.email or str(user.user_id)
@@ -171,9 +174,12 @@ class Users:
             event = domain.request_password_reset(
                 account, token_hash=auth.hash_secret(token), now=ctx.now
             )
-            await uow.append(domain.user_stream(user.user_id), [event], ctx.metadata)
-            outcome.events += 1
+            # An imported person's own stream begins with the link (the batch is another).
+            streams.append(NewStream(domain.user_stream(user.user_id), [event], ctx.metadata))
             links.append((who, f"{self.public_url}/reset-password?token={token}"))
+        for start in range(0, len(streams), importer.BATCH):
+            await uow.append_new(streams[start : start + importer.BATCH])
+        outcome.events += len(streams)
         # Those that matched no person here but a service account's username, or another
         # source user's e-mail or username (the source compares e-mails case by case).
         made = {user.source_id for user in created}
@@ -252,33 +258,36 @@ async def _update(  # noqa: PLR0913, PLR0917 - the person, ours and what decides
     label: str,
     current: Account,
     wanted: ImportedUser,
-    found: tuple[dict[int, Account], dict[int, reads.PersonOrigin]],
+    found: tuple[dict[str, int], dict[int, reads.PersonOrigin]],
     uow: UnitOfWork,
     outcome: Outcome,
 ) -> None:
-    accounts, marks = found
+    """A person ours has: the same, changed (name, e-mail, root role), or a conflict. The
+    username is content too (a person made here under another one is a conflict), but no event
+    changes it: one the import may overwrite keeps ours, and the report says so."""
+    emails, marks = found
     here = Person(current.name, current.username, current.email, current.root_role)
-    # The username is not changed here: a source that renamed it keeps ours (and is told).
-    there = Person(wanted.name, current.username, wanted.email, wanted.root_role)
-    if wanted.username != current.username and wanted.username is not None:
-        outcome.skipped.append(
-            (label, f"username {current.username!r} here: a username does not change here")
-        )
+    username = wanted.username or current.username  # a source without one: ours stands
+    there = Person(wanted.name, username, wanted.email, wanted.root_role)
     if not changes.to_change(ctx, label, here, there, provenance(marks.get(current.id)), outcome):
         return
-    if there.email is not None and any(
-        a.email is not None and a.email.lower() == there.email and a.id != current.id
-        for a in accounts.values()
-    ):
+    if there.username != here.username:
+        why = f"username {current.username!r} here: a username does not change here"
+        outcome.skipped.append((label, why))
+        there = msgspec.structs.replace(there, username=here.username)
+        if there == here:
+            return
+    holder = emails.get(there.email or "", current.id)
+    if holder != current.id:
         outcome.refused.append((label, f"the e-mail {there.email} is another account's here"))
         return
     event = UserUpdated(
         user_id=current.id, name=there.name, email=there.email, root_role=there.root_role
     )
     await uow.append(domain.user_stream(current.id), [event], ctx.metadata)
-    accounts[current.id] = msgspec.structs.replace(
-        current, name=there.name, email=there.email, root_role=there.root_role
-    )
+    emails.pop(current.email or "", None)
+    if there.email:
+        emails[there.email] = current.id
     outcome.updated.append(label)
     outcome.events += 1
 

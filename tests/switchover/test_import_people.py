@@ -319,7 +319,7 @@ async def test_a_person_made_here_with_other_content_is_a_conflict_unless_prefer
     report = await target.run(source, only=people())
     users = outcome(report, "users")
     assert [name for name, _ in users.conflicts] == ["grace"]
-    assert users.conflicts[0][1] == "differs here in name, root_role"
+    assert users.conflicts[0][1] == "differs here in name, username, root_role"
     assert not users.written
     assert report.stopped_at == "users"
     assert await target.events() == before
@@ -328,6 +328,8 @@ async def test_a_person_made_here_with_other_content_is_a_conflict_unless_prefer
     report = await target.run(source, only=people(), prefer_source=True)
     users = outcome(report, "users")
     assert users.updated == ["grace"]
+    # No event changes a username: ours stands, and the report says so.
+    assert ("grace", "username None here: a username does not change here") in users.skipped
     assert users.unchanged == 1
     assert sorted(users.created) == ["admin", "alan"]
     assert sorted(who for who, _ in report.notes[LINKS]) == ["admin", "alan"]
