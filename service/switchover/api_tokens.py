@@ -12,8 +12,9 @@ same secret but another scope, or an expiry the source removed, which no event h
 a conflict unless the import may overwrite it, and then the token is deleted and created again
 as the source has it. A token an earlier import brought and the source deleted gets
 `ApiTokenDeleted`. A token already expired at the source is not carried (it authenticates
-nowhere); a source that shows only hints of its secrets (this service as a source) cannot give
-its tokens, and says so.
+nowhere), nor an admin token whose secret is shorter than this service allows its own chosen
+admin secrets (32 characters after `*:*.`); a source that shows only hints of its secrets
+(this service as a source) cannot give its tokens, and says so.
 
 Personal access tokens are not carried: Unleash's API shows them only as hints."""
 
@@ -27,6 +28,7 @@ import msgspec
 from service import auth
 from service.api_tokens import domain, queries
 from service.api_tokens.commands import CreateApiToken
+from service.settings import MIN_ADMIN_SECRET
 from service.switchover import changes, origin
 from service.switchover.run import Outcome
 
@@ -36,6 +38,13 @@ if TYPE_CHECKING:
 
 # What counts as a change made here to a token an import brought (a deletion ends it).
 CHANGES: Final = ("ApiTokenExpiryChanged",)
+# An admin secret an operator chose short (Unleash's INIT_ADMIN_API_TOKENS allows any) is held
+# to the rule this service's own chosen admin tokens follow (settings.MIN_ADMIN_SECRET).
+WEAK_ADMIN: Final = (
+    f"not carried: an admin secret of fewer than {MIN_ADMIN_SECRET} characters after its scope "
+    "could be guessed from a database dump (tokens are stored as unsalted sha256); make a new "
+    "admin token here"
+)
 # Unleash's older name of a client token's type.
 _TYPES: Final = {"backend": "client"}
 
@@ -132,6 +141,9 @@ class ApiTokens:
         if row is None:
             if item.expiresAt is not None and item.expiresAt <= ctx.now:
                 outcome.skipped.append((label, "expired at the source: not carried"))
+                return
+            if scope[0] == "admin" and len(item.secret.partition(".")[2]) < MIN_ADMIN_SECRET:
+                outcome.skipped.append((label, WEAK_ADMIN))
                 return
             domain.check_scope_exists(scope, environments=environments, projects=projects)
             await _create(ctx, item, scope, uow)

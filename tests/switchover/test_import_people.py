@@ -23,7 +23,7 @@ from aiohttp import web
 
 from projections.inline import apply_inline
 from service import auth
-from service.switchover.api_tokens import ApiTokens
+from service.switchover.api_tokens import WEAK_ADMIN, ApiTokens
 from service.switchover.service_accounts import ServiceAccounts
 from service.switchover.users import LINKS, Users
 from service.users import admins
@@ -32,7 +32,7 @@ from tests.factories import ADMIN, ADMIN_TOKEN, ok
 from tests.switchover.test_import_refdata import get, run_command, send
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from pathlib import Path
 
     from pytest_aiohttp import AiohttpServer
@@ -91,11 +91,13 @@ def unleash_like(
     secrets: dict[str, str],
     absent: frozenset[str] = frozenset(),
     users: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    extra_tokens: Sequence[dict[str, Any]] = (),
 ) -> web.Application:
     """The source, answering its token list as Unleash does: with each token's secret (those
     the seeding was given, and the admin token the tests use), by the hint this service shows.
     The paths in `absent` answer 404, as Unleash's open-source edition answers Enterprise's;
-    `users` changes the user list (what this service cannot be made to hold)."""
+    `users` changes the user list, `extra_tokens` are added to the token list (what this
+    service cannot be made to hold)."""
     by_hint = {auth.secret_hint(s): s for s in secrets.values()}
     by_hint[auth.secret_hint(ADMIN_TOKEN, reveal=False)] = ADMIN_TOKEN  # chosen, not made
 
@@ -116,7 +118,7 @@ def unleash_like(
                 tokens = json.loads(body)["tokens"]
                 for token in tokens:
                     token["secret"] = by_hint.get(token["secret"], token["secret"])
-                return web.json_response({"tokens": tokens})
+                return web.json_response({"tokens": [*tokens, *extra_tokens]})
             if request.path == "/api/admin/user-admin" and users is not None:
                 return web.json_response(users(json.loads(body)))
             return web.Response(body=body, status=answer.status, content_type="application/json")
@@ -557,3 +559,35 @@ async def test_a_custom_root_role_is_refused_by_name(
     assert "Could not find rootRole=Auditor" in users.refused[0][1]
     assert not users.written
     assert await target.events() == before
+
+
+async def test_a_short_admin_secret_is_not_carried(
+    aiohttp_server: AiohttpServer, source: Source, target: Target
+) -> None:
+    """An admin secret an operator chose shorter than the rule this service's own chosen admin
+    secrets follow (32 characters) is not carried; a client token's is."""
+    weak: dict[str, Any] = {
+        "secret": "*:*.unleash-insecure-admin-toke",  # 31 characters after the scope
+        "tokenName": "admin",
+        "type": "admin",
+        "environment": "*",
+        "projects": ["*"],
+        "createdAt": "2024-01-01T00:00:00Z",
+    }
+    short_client = weak | {
+        "secret": "default:development.short",
+        "tokenName": "old-sdk",
+        "type": "client",
+        "environment": "development",
+        "projects": ["default"],
+    }
+    served = await aiohttp_server(unleash_like(source, {}, extra_tokens=[weak, short_client]))
+    like = type(source)(
+        url=str(served.make_url("")).rstrip("/"), token=source.token, client=source.client
+    )
+    report = await target.run(like, only=[ApiTokens()])
+    tokens = outcome(report, "api tokens")
+    assert tokens.created == ["old-sdk"]
+    assert ("admin", WEAK_ADMIN) in tokens.skipped
+    assert await authenticates(target, "/api/admin/projects", weak["secret"]) == 401
+    assert await authenticates(target, "/api/client/features", short_client["secret"]) == 200
