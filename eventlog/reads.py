@@ -124,6 +124,72 @@ async def stream_origins(
     }
 
 
+# The people an import of one source brought in batches (`UsersImported` with that origin), and
+# each person's own stream: the last event with that origin, the last of the counted types from
+# anywhere else, and whether one of the given install actors created the account.
+# Positions, not stream versions: a batch is another stream than the person's.
+IMPORTED_PEOPLE = """
+SELECT (u ->> 'user_id')::bigint AS user_id, (u ->> 'source_id')::bigint AS source_id,
+       max(e.position) AS position
+FROM events e CROSS JOIN LATERAL jsonb_array_elements(e.data -> 'users') u
+WHERE e.kind = 'UsersImported' AND e.metadata ->> 'origin' = $1
+GROUP BY 1, 2
+"""
+PEOPLE_ORIGINS = """
+SELECT stream_key::bigint AS user_id,
+       max(position) FILTER (WHERE metadata ->> 'origin' = $1) AS marked_at,
+       max(position) FILTER (
+           WHERE metadata ->> 'origin' IS DISTINCT FROM $1 AND type = ANY($2::text[])
+       ) AS other_at,
+       coalesce(bool_or(type = 'UserCreated' AND metadata ->> 'actor_id' = ANY($3::text[])),
+                false) AS installed
+FROM events
+WHERE stream_type = 'user'
+GROUP BY stream_key
+"""
+
+
+class PersonOrigin(NamedTuple):
+    """Of one person's account (positions in the log): the last batch of this source that
+    brought it and its id there, the last event of their stream marked with the origin, the
+    last of the counted types from elsewhere, and whether an install actor created it (an
+    account the installation made, such as `admin-user`'s)."""
+
+    batch_at: int | None
+    source_id: int | None
+    marked_at: int | None
+    other_at: int | None
+    installed: bool
+
+
+async def people_origins(
+    conn: Conn, origin: str, types: Sequence[str], install_actors: Sequence[str]
+) -> dict[int, PersonOrigin]:
+    """Every account with a stream `user/<id>` or in a batch this origin imported, by id."""
+    batches = {r["user_id"]: r for r in await conn.fetch(IMPORTED_PEOPLE, origin)}
+    streams = {
+        r["user_id"]: r
+        for r in await conn.fetch(PEOPLE_ORIGINS, origin, list(types), list(install_actors))
+    }
+    found: dict[int, PersonOrigin] = {}
+    for user_id in batches.keys() | streams.keys():
+        batch, stream = batches.get(user_id), streams.get(user_id)
+        found[int(user_id)] = PersonOrigin(
+            batch_at=None if batch is None else int(batch["position"]),
+            source_id=None
+            if batch is None or batch["source_id"] is None
+            else int(batch["source_id"]),
+            marked_at=None
+            if stream is None or stream["marked_at"] is None
+            else int(stream["marked_at"]),
+            other_at=None
+            if stream is None or stream["other_at"] is None
+            else int(stream["other_at"]),
+            installed=stream is not None and bool(stream["installed"]),
+        )
+    return found
+
+
 async def last_position(conn: Conn, stream: tuple[str, str]) -> int | None:
     """Position of the stream's latest event: where its state was when someone read it."""
     position = await conn.fetchval(LAST_POSITION, *stream)

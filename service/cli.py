@@ -35,6 +35,7 @@ from service.switchover import kinds, source
 from service.switchover import run as switchover
 from service.switchover.progress import Progress
 from service.switchover.report import print_report
+from service.switchover.users import LINKS as RESET_LINKS
 from service.users import admins, importer
 from service.work import Work
 
@@ -96,6 +97,17 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="overwrite what exists here with other content (otherwise reported, kept)",
     )
+    unleash.add_argument(
+        "--links",
+        metavar="FILE",
+        help="write the new people's password reset links to FILE (mode 0600) instead of "
+        "printing them",
+    )
+    unleash.add_argument(
+        "--public-url",
+        help="where people reach this service: the reset links' base "
+        "(default: http://HOST:PORT of the settings)",
+    )
     admin_user = sub.add_parser("admin-user", help="create an Admin account to sign in with")
     admin_user.add_argument("username", type=_username, help="its username (any case kept)")
     erase = sub.add_parser("erase-user", help="destroy a deleted user's personal-data key now")
@@ -137,6 +149,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     configure_logging(settings.log_format, settings.log_level)
+    if args.command == "import-unleash" and args.public_url is None:
+        args.public_url = _public_url(settings)
     if args.command == "dsn":
         return _print_dsn(settings)
     # SIGTERM unwinds like Ctrl-C, so the embedded PostgreSQL is stopped on the way out;
@@ -165,6 +179,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as exc:
         # SIGTERM (podman stop, Kubernetes) before serving began is a requested stop: 0.
         return 0 if isinstance(exc, Terminated) else 130
+
+
+def _public_url(settings: Settings) -> str:
+    """Where `serve` listens, as a browser on this machine reaches it (an address that means
+    every interface is reached as localhost)."""
+    host = settings.host if settings.host not in {"", "0.0.0.0", "::"} else "localhost"  # noqa: S104 - compared, not bound
+    host = f"[{host}]" if ":" in host else host
+    return f"http://{host}:{settings.port}"
 
 
 def embedded_pool(settings: Settings, environ: Mapping[str, str]) -> Settings:
@@ -331,7 +353,7 @@ async def _import_unleash(conn: Conn, args: argparse.Namespace, _dsn: str) -> in
         async with source.Unleash(args.url, args.token) as unleash:
             outcome = await switchover.run(
                 unleash,
-                kinds.all_kinds(),
+                kinds.all_kinds(args.public_url),
                 Work(apply_inline),
                 conn,
                 Progress(),
@@ -341,9 +363,26 @@ async def _import_unleash(conn: Conn, args: argparse.Namespace, _dsn: str) -> in
     except source.SourceError as exc:
         print(f"error: {exc.message}; nothing was written", file=sys.stderr)
         return exc.exit_code
+    links: list[tuple[str, str]] = outcome.notes.pop(RESET_LINKS, [])
     print_report(outcome, sys.stdout)
+    _reset_links(links, args.links, dry_run=args.dry_run)
     print(f"done in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     return 1 if outcome.problems else 0
+
+
+def _reset_links(links: list[tuple[str, str]], path: str | None, *, dry_run: bool) -> None:
+    """The new people's reset links: on standard output, or in a file only its owner may
+    read; never in a log. A dry run's were rolled back with it: only counted."""
+    if dry_run:
+        print(f"reset links: {len(links)} would be made (one per new person)")
+        return
+    if path is None:
+        for who, link in links:
+            print(f"reset link: {who}: {link}")
+        return
+    with _output(path) as out:
+        out.writelines(f"{who}\t{link}\n" for who, link in links)
+    print(f"reset links: {len(links)} written to {path}")
 
 
 async def _import_unleash_file(conn: Conn, args: argparse.Namespace) -> int:

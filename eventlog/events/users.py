@@ -133,13 +133,17 @@ class UsersDeleted(Event, frozen=True, kw_only=True, tag="UsersDeleted"):
 
 
 class ImportedUser(UserRecord, frozen=True, kw_only=True):
+    """`source_id`: the user's id at the source, when the source has ids (`import-unleash`),
+    so that a later import recognises the person whatever their e-mail has become."""
+
     not_personal: ClassVar[tuple[str, ...]] = ("password_hash",)
     password_hash: str | None = None
+    source_id: int | None = None
 
 
 class UsersImported(Event, frozen=True, kw_only=True, tag="UsersImported"):
-    """Up to 1,000 users brought in by `python -m service import-users` (stream
-    `user-batch/<uuid>`), with `createdAt` and `seenAt` as the source had them."""
+    """Up to 1,000 users brought in by `python -m service import-users` or `import-unleash`
+    (stream `user-batch/<uuid>`), with `createdAt` and `seenAt` as the source had them."""
 
     not_personal: ClassVar[tuple[str, ...]] = ("source",)
 

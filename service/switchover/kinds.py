@@ -1,10 +1,17 @@
 """The kinds of entity an import writes, in the order it writes them: what a kind refers to
-(a flag to its project, tag types, segments, strategy definitions) is written before it."""
+(a flag to its project, tag types, segments, strategy definitions; a token to its environment
+and projects) is written before it.
+
+People come after the flags: nothing before them refers to a person, and a conflict over a
+person (which stops a real run at its kind) then holds back no flag. API tokens come last:
+a token makes this service answer the SDKs that hold it, which it should do only once the
+flags they ask for are here."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from service.switchover.api_tokens import ApiTokens
 from service.switchover.context_fields import ContextFields
 from service.switchover.default_strategies import DefaultStrategies
 from service.switchover.environments import Environments
@@ -12,14 +19,17 @@ from service.switchover.feature_types import FeatureTypes
 from service.switchover.flags import Flags
 from service.switchover.projects import Projects
 from service.switchover.segments import Segments
+from service.switchover.service_accounts import ServiceAccounts
 from service.switchover.strategy_types import StrategyTypes
 from service.switchover.tag_types import TagTypes
+from service.switchover.users import DEFAULT_PUBLIC_URL, Users
 
 if TYPE_CHECKING:
     from service.switchover.run import Kind
 
 
-def all_kinds() -> list[Kind]:
+def all_kinds(public_url: str = DEFAULT_PUBLIC_URL) -> list[Kind]:
+    """`public_url`: where this service is reached, the base of the new people's reset links."""
     # A project's environments exist before it; its default strategies name segments.
     projects = Projects()
     return [
@@ -32,4 +42,7 @@ def all_kinds() -> list[Kind]:
         DefaultStrategies(projects),
         TagTypes(),
         Flags(),
+        Users(public_url),
+        ServiceAccounts(),
+        ApiTokens(),
     ]

@@ -30,10 +30,11 @@ class SourceError(Exception):
     """The source cannot be read as asked; `exit_code` 2 for what the command line got wrong
     (an address, a token, a version), 1 for a failure while reading."""
 
-    def __init__(self, message: str, *, exit_code: int = 2) -> None:
+    def __init__(self, message: str, *, exit_code: int = 2, status: int | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.exit_code = exit_code
+        self.status = status  # the HTTP status the source answered, if it answered
 
 
 class Version(msgspec.Struct, frozen=True):
@@ -152,9 +153,13 @@ class Unleash:
                 continue
             break
         if status == 401:
-            raise SourceError(f"the token was refused by {self.url} (401): check --token")
+            raise SourceError(
+                f"the token was refused by {self.url} (401): check --token", status=status
+            )
         if status != 200:
-            raise SourceError(f"{where} answered {status}", exit_code=1 if status >= 500 else 2)
+            raise SourceError(
+                f"{where} answered {status}", exit_code=1 if status >= 500 else 2, status=status
+            )
         try:
             return msgspec.json.decode(raw, type=shape)
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:

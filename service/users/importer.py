@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from eventlog.connections import Conn
-    from service.work import Work
+    from service.work import UnitOfWork, Work
 
 BATCH = 1000
 ATTEMPTS = 3  # of a batch whose e-mails or usernames were taken meanwhile
@@ -54,6 +54,12 @@ def parse_line(raw: bytes, now: datetime) -> ImportedUser:
         raise AppError(str(exc)) from None
     except msgspec.DecodeError as exc:
         raise AppError(f"Malformed JSON: {exc}") from None
+    return checked_user(line, now)
+
+
+def checked_user(line: ImportLine, now: datetime, source_id: int | None = None) -> ImportedUser:
+    """A user from elsewhere, checked as the API checks a new user; user_id is filled in
+    later. `source_id`: the user's id at the source, when it has one."""
     email = domain.clean_email(line.email)
     username = domain.clean_text(line.username, "$.username")
     if email is None and username is None:
@@ -72,6 +78,7 @@ def parse_line(raw: bytes, now: datetime) -> ImportedUser:
         created_at=created.astimezone(UTC),
         seen_at=line.seen_at.astimezone(UTC) if line.seen_at else None,
         password_hash=line.password_hash,
+        source_id=source_id,
     )
 
 
@@ -134,19 +141,32 @@ async def _import_batch(
 async def _append_batch(work: Work, conn: Conn, users: list[ImportedUser], source: str) -> int:
     """One transaction: the batch's users that are not there yet, as one event; how many."""
     async with work.begin(conn) as uow:
-        existing = await conn.fetch(
-            EXISTING,
-            [u.email for u in users if u.email],
-            [u.username for u in users if u.username],
+        return len(await append_new(uow, users, source=source, metadata=IMPORTER))
+
+
+async def append_new(
+    uow: UnitOfWork, users: list[ImportedUser], *, source: str, metadata: Metadata
+) -> list[ImportedUser]:
+    """The users that are not there yet (by e-mail or username), given ids and appended in
+    the unit of work as `UsersImported` events of up to BATCH users each; those appended."""
+    existing = await uow.conn.fetch(
+        EXISTING,
+        [u.email for u in users if u.email],
+        [u.username for u in users if u.username],
+    )
+    fresh = domain.new_users(
+        users,
+        taken_emails={r["email"] for r in existing if r["email"]},
+        taken_usernames={r["username"] for r in existing if r["username"]},
+    )
+    if not fresh:
+        return []
+    ids = [r[0] for r in await uow.conn.fetch(NEW_IDS, len(fresh))]
+    appended: list[ImportedUser] = []
+    for start in range(0, len(fresh), BATCH):
+        event = domain.import_users(
+            fresh[start : start + BATCH], ids=ids[start : start + BATCH], source=source
         )
-        fresh = domain.new_users(
-            users,
-            taken_emails={r["email"] for r in existing if r["email"]},
-            taken_usernames={r["username"] for r in existing if r["username"]},
-        )
-        if not fresh:
-            return 0
-        ids = [r[0] for r in await conn.fetch(NEW_IDS, len(fresh))]
-        event = domain.import_users(fresh, ids=ids, source=source)
-        await uow.append(("user-batch", str(uuid.uuid4())), [event], IMPORTER, new=True)
-        return len(fresh)
+        await uow.append(("user-batch", str(uuid.uuid4())), [event], metadata, new=True)
+        appended.extend(event.users)
+    return appended
