@@ -104,6 +104,12 @@ def build_parser() -> argparse.ArgumentParser:
         "printing them",
     )
     unleash.add_argument(
+        "--renew-links",
+        action="store_true",
+        help="also make new reset links for the people an earlier run imported who have not "
+        "set a password here yet (a link holds a day: run this on the day of the switch)",
+    )
+    unleash.add_argument(
         "--public-url",
         help="where people reach this service: the reset links' base "
         "(default: http://HOST:PORT of the settings)",
@@ -353,7 +359,7 @@ async def _import_unleash(conn: Conn, args: argparse.Namespace, _dsn: str) -> in
         async with source.Unleash(args.url, args.token) as unleash:
             outcome = await switchover.run(
                 unleash,
-                kinds.all_kinds(args.public_url),
+                kinds.all_kinds(args.public_url, renew_links=args.renew_links),
                 Work(apply_inline),
                 conn,
                 Progress(),
@@ -374,7 +380,7 @@ def _reset_links(links: list[tuple[str, str]], path: str | None, *, dry_run: boo
     """The new people's reset links: on standard output, or in a file only its owner may
     read; never in a log. A dry run's were rolled back with it: only counted."""
     if dry_run:
-        print(f"reset links: {len(links)} would be made (one per new person)")
+        print(f"reset links: {len(links)} would be made")
         return
     if path is None:
         for who, link in links:

@@ -28,8 +28,9 @@ if TYPE_CHECKING:
     from service.switchover.run import Kind
 
 
-def all_kinds(public_url: str = DEFAULT_PUBLIC_URL) -> list[Kind]:
-    """`public_url`: where this service is reached, the base of the new people's reset links."""
+def all_kinds(public_url: str = DEFAULT_PUBLIC_URL, *, renew_links: bool = False) -> list[Kind]:
+    """`public_url`: where this service is reached, the base of the reset links;
+    `renew_links`: new links for the imported people who have no password here yet."""
     # A project's environments exist before it; its default strategies name segments.
     projects = Projects()
     return [
@@ -42,7 +43,7 @@ def all_kinds(public_url: str = DEFAULT_PUBLIC_URL) -> list[Kind]:
         DefaultStrategies(projects),
         TagTypes(),
         Flags(),
-        Users(public_url),
+        Users(public_url, renew_links=renew_links),
         ServiceAccounts(),
         ApiTokens(),
     ]

@@ -37,7 +37,12 @@ import msgspec
 
 from eventlog import reads
 from eventlog.appends import NewStream
-from eventlog.events.users import ImportedUser, UserDeleted, UserUpdated
+from eventlog.events.users import (
+    ImportedUser,
+    PasswordResetRequested,
+    UserDeleted,
+    UserUpdated,
+)
 from service import auth
 from service.switchover import changes, origin
 from service.switchover.run import Outcome
@@ -105,8 +110,9 @@ FROM users ORDER BY id FOR UPDATE
 class Users:
     name = "users"
 
-    def __init__(self, public_url: str = DEFAULT_PUBLIC_URL) -> None:
+    def __init__(self, public_url: str = DEFAULT_PUBLIC_URL, *, renew_links: bool = False) -> None:
         self.public_url = public_url.rstrip("/")
+        self.renew_links = renew_links
 
     async def read(self, ctx: Context) -> Read:
         ctx.progress.phase("reading users", 1)
@@ -140,8 +146,10 @@ class Users:
             ids[item.id] = ours_id
             await _update(ctx, label, people[ours_id], wanted, (emails, marks), uow, outcome)
         await _delete_gone(ctx, set(pairs.values()), people, marks, uow, outcome)
-        links = await self._create(ctx, fresh, uow, outcome) if not outcome.problems else []
         if not outcome.problems:
+            links = await self._create(ctx, fresh, uow, outcome)
+            if self.renew_links:
+                links += await self._renew(ctx, pairs, people, marks, uow, outcome)
             ctx.notes.setdefault(LINKS, []).extend(links)
         ctx.progress.done()
         return outcome
@@ -161,7 +169,6 @@ class Users:
             ids[user.source_id] = user.user_id
             who = user.username or user.email or str(user.user_id)
             outcome.created.append(who)
-            token = auth.new_secret()
             account = Account(
                 id=user.user_id,
                 account_type=domain.USER,
@@ -171,12 +178,10 @@ class Users:
                 root_role=user.root_role,
                 login_attempts=0,
             )
-            event = domain.request_password_reset(
-                account, token_hash=auth.hash_secret(token), now=ctx.now
-            )
+            event, link = self._link(ctx, account)
             # An imported person's own stream begins with the link (the batch is another).
             streams.append(NewStream(domain.user_stream(user.user_id), [event], ctx.metadata))
-            links.append((who, f"{self.public_url}/reset-password?token={token}"))
+            links.append((who, link))
         for start in range(0, len(streams), importer.BATCH):
             await uow.append_new(streams[start : start + importer.BATCH])
         outcome.events += len(streams)
@@ -188,6 +193,44 @@ class Users:
                 why = "its e-mail or username is another account's here: not created"
                 outcome.skipped.append((user.username or user.email or "", why))
         return links
+
+    def _link(self, ctx: Context, account: Account) -> tuple[PasswordResetRequested, str]:
+        """A reset link for the person: the event (the token's sha256) and the link itself."""
+        token = auth.new_secret()
+        event = domain.request_password_reset(
+            account, token_hash=auth.hash_secret(token), now=ctx.now
+        )
+        return event, f"{self.public_url}/reset-password?token={token}"
+
+    async def _renew(  # noqa: PLR0913, PLR0917 - the people and what decides
+        self,
+        ctx: Context,
+        pairs: dict[int, int],
+        people: dict[int, Account],
+        marks: dict[int, reads.PersonOrigin],
+        uow: UnitOfWork,
+        outcome: Outcome,
+    ) -> list[tuple[str, str]]:
+        """`--renew-links`: a new link for each person an earlier import of this source
+        brought who has no password here yet (a link holds a day; a cut-over may take
+        longer). A newer link replaces the one before."""
+        imported = sorted(
+            i for i in pairs.values() if (m := marks.get(i)) is not None and m.batch_at
+        )
+        with_password = {r["user_id"] for r in await uow.conn.fetch(_WITH_PASSWORD, imported)}
+        links: list[tuple[str, str]] = []
+        for user_id in imported:
+            if user_id in with_password:
+                continue
+            account = people[user_id]
+            event, link = self._link(ctx, account)
+            await uow.append(domain.user_stream(user_id), [event], ctx.metadata)
+            outcome.events += 1
+            links.append((account.username or account.email or str(user_id), link))
+        return links
+
+
+_WITH_PASSWORD = "SELECT user_id FROM user_passwords WHERE user_id = ANY($1::bigint[])"
 
 
 def _label(item: SourceUser) -> str:

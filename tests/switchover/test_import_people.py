@@ -591,3 +591,36 @@ async def test_a_short_admin_secret_is_not_carried(
     assert ("admin", WEAK_ADMIN) in tokens.skipped
     assert await authenticates(target, "/api/admin/projects", weak["secret"]) == 401
     assert await authenticates(target, "/api/client/features", short_client["secret"]) == 200
+
+
+async def test_renewed_links_go_to_the_imported_people_without_a_password_here(
+    seeded: tuple[Source, dict[str, int], dict[str, str]], target: Target
+) -> None:
+    """On the day of the switch, `--renew-links` gives a new link to each person an earlier run
+    brought who has not set a password here; one who has gets none, and a run without it
+    appends nothing."""
+    source, _, _ = seeded
+    first = await target.run(source, only=[Users("http://flagstore.example")])
+    (grace_link,) = [link for who, link in first.notes[LINKS] if who == "grace"]
+    token = grace_link.split("token=")[1]
+    resp = await target.client.post(
+        "/auth/reset/password", json={"token": token, "password": "Another-Horse-Battery-7"}
+    )
+    assert resp.status in {200, 204}, await resp.text()
+    before = await target.events()
+    again = await target.run(source, only=[Users("http://flagstore.example")])
+    assert again.notes.get(LINKS, []) == []
+    assert await target.events() == before
+    renewed = await target.run(source, only=[Users("http://flagstore.example", renew_links=True)])
+    who = sorted(w for w, _ in renewed.notes[LINKS])
+    assert who == sorted(u for u in USERS if u != "grace")
+    assert await target.events() == before + len(who)
+    old = {link for _, link in first.notes[LINKS]}
+    assert not old & {link for _, link in renewed.notes[LINKS]}
+    # The new link works and replaces the old one.
+    (ada_old,) = [link for w, link in first.notes[LINKS] if w == "ada@example.com"]
+    (ada_new,) = [link for w, link in renewed.notes[LINKS] if w == "ada@example.com"]
+    resp = await target.client.get(f"/auth/reset/validate?token={ada_new.split('token=')[1]}")
+    assert resp.status == 200, await resp.text()
+    resp = await target.client.get(f"/auth/reset/validate?token={ada_old.split('token=')[1]}")
+    assert resp.status != 200
