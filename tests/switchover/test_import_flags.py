@@ -406,12 +406,30 @@ async def test_strategies_land_in_the_source_order_and_a_reorder_is_one_event(
     either: Via, source: Source, target: Target
 ) -> None:
     ids = (await seed(source.client))["strategies"]
+    await send(source.client, "POST", BASE, {"name": "pair"})
+    pair = []
+    for rollout in ("10", "20"):  # not re-ordered before the first import
+        body = {"name": "flexibleRollout", "parameters": {"rollout": rollout}}
+        pair.append(await strategy(source.client, "pair", "production", body))
     report = await target.run(either.source, only=with_flags())
     assert report.problems == 0, report.outcomes
     expected = [ids["default"], ids["rollout"], ids["users"]]
     assert await strategy_order(source.client, "rich", "development") == expected
     assert await strategy_order(target.client, "rich", "development") == expected
     await assert_same(target, source)
+    if either.asked is not None:
+        # Read where the export leaves the order out: the flags with several strategies.
+        assert f"{BASE}/rich/environments/development/strategies" in either.asked
+        assert f"{BASE}/pair/environments/production/strategies" in either.asked
+        either.asked.clear()
+        # Unchanged: only the order of `rich`, which the source's log shows re-ordered since
+        # the first import (by the seed), is read again.
+        assert events_of(await target.run(either.source, only=with_flags())) == 0
+        assert "/api/admin/search/events" in either.asked
+        assert [p for p in either.asked if p.endswith("/strategies") and "/features/" in p] == [
+            f"{BASE}/rich/environments/development/strategies"
+        ]
+        either.asked.clear()
     since_there = await source_head(source)
     await send(
         source.client,
@@ -423,22 +441,27 @@ async def test_strategies_land_in_the_source_order_and_a_reorder_is_one_event(
             {"id": ids["rollout"], "sortOrder": 2},
         ],
     )
+    await send(
+        source.client,
+        "POST",
+        f"{BASE}/pair/environments/production/strategies/set-sort-order",
+        [{"id": pair[1], "sortOrder": 0}, {"id": pair[0], "sortOrder": 1}],
+    )
     expected_events = await source_events(source, since_there)
-    assert expected_events == [("rich", "StrategiesReordered")]
+    assert expected_events == [("pair", "StrategiesReordered"), ("rich", "StrategiesReordered")]
     since = await head(target)
-    if either.asked is not None:
-        # Read where the export leaves the order out: the flag with several strategies.
-        assert f"{BASE}/rich/environments/development/strategies" in either.asked
-        either.asked.clear()
     again = await target.run(either.source, only=with_flags())
     assert again.problems == 0, again.outcomes
-    assert flags_of(again).updated == ["rich"]
+    assert sorted(flags_of(again).updated) == ["pair", "rich"]
     assert await flag_events(target.conn, since) == expected_events
+    if either.asked is not None:  # the re-order in the source's log: that order is read
+        assert f"{BASE}/rich/environments/development/strategies" in either.asked
     assert await strategy_order(target.client, "rich", "development") == [
         ids["users"],
         ids["default"],
         ids["rollout"],
     ]
+    assert await strategy_order(target.client, "pair", "production") == [pair[1], pair[0]]
     await assert_same(target, source)
     settled = await target.events()
     assert events_of(await target.run(either.source, only=with_flags())) == 0
