@@ -90,6 +90,7 @@ bench: install
 	$(BIN)/python -m tests.bench.replay
 	$(BIN)/python -m tests.bench.events
 	$(BIN)/python -m tests.bench.client_features
+	$(BIN)/python -m tests.bench.import_unleash
 
 # Every operation on ours and on the reference in one run, cells interleaved
 # (tests/bench/compare.py): writes its table and docs/bench-compare.png into docs/benchmarks.md.
