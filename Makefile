@@ -80,6 +80,8 @@ fuzz-ci: install
 
 # Benchmarks (not part of `make test`). The HTTP ones need wrk: apt-get install wrk.
 # BENCH_REFERENCE=1 also measures the reference server (../shared/reference/setup.sh).
+# tests.bench.import_unleash seeds and reads a reference of its own (BENCH_IMPORT_REFERENCE,
+# http://127.0.0.1:4244 by default: docs/benchmarks.md, "import-unleash").
 bench: install
 	$(BIN)/python -m pip install --quiet -e '.[embedded,dev,bench]'
 	$(BIN)/python -m tests.bench.append
@@ -90,6 +92,7 @@ bench: install
 	$(BIN)/python -m tests.bench.replay
 	$(BIN)/python -m tests.bench.events
 	$(BIN)/python -m tests.bench.client_features
+	$(BIN)/python -m tests.bench.import_unleash
 
 # Every operation on ours and on the reference in one run, cells interleaved
 # (tests/bench/compare.py): writes its table and docs/bench-compare.png into docs/benchmarks.md.

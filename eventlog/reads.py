@@ -45,7 +45,8 @@ SELECT stream_key,
            WHERE metadata->>'origin' IS DISTINCT FROM $2
              AND ($4::text[] IS NULL OR type = ANY($4::text[]))
        ) AS other_at,
-       bool_and(metadata->>'source' = 'bootstrap') AS bootstrap_only
+       bool_and(metadata->>'source' = 'bootstrap') AS bootstrap_only,
+       min(recorded_at) FILTER (WHERE metadata->>'origin' = $2) AS first_marked
 FROM events
 WHERE stream_type = $1 AND ($3::text[] IS NULL OR stream_key = ANY($3::text[]))
 GROUP BY stream_key
@@ -100,12 +101,13 @@ async def stream_versions(conn: Conn, stream_type: str, keys: list[str]) -> dict
 
 class StreamOrigin(NamedTuple):
     """Of one stream: the version of its last event marked with an origin (Metadata.origin),
-    of its last event of the counted types from anywhere else, and whether every event of it
-    is the first start's."""
+    of its last event of the counted types from anywhere else, whether every event of it is
+    the first start's, and when the origin first appended to it."""
 
     marked_at: int | None
     other_at: int | None
     bootstrap_only: bool
+    first_marked: datetime | None = None
 
 
 async def stream_origins(
@@ -119,7 +121,9 @@ async def stream_origins(
     the event types that count for `other_at` (None: all)."""
     rows = await conn.fetch(STREAM_ORIGINS, stream_type, origin, keys, types)
     return {
-        r["stream_key"]: StreamOrigin(r["marked_at"], r["other_at"], bool(r["bootstrap_only"]))
+        r["stream_key"]: StreamOrigin(
+            r["marked_at"], r["other_at"], bool(r["bootstrap_only"]), r["first_marked"]
+        )
         for r in rows
     }
 

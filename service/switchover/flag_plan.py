@@ -221,22 +221,37 @@ def our_id(
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"{origin}/{feature}/{source_id}"))
 
 
-def unordered(want: FlagState, ours: FlagState | None) -> list[str]:
-    """The environments whose strategies' sort orders are still to be read: where the
-    source has several (their order counts), or one that ours does not hold as it is."""
+def unordered(
+    want: FlagState, ours: FlagState | None, moved: Collection[tuple[str, str]] | None = None
+) -> list[str]:
+    """The environments whose strategies' sort orders are still to be read: where the source
+    has several (their order counts), unless ours holds them as they are (the same ids, the
+    same content) and `moved` (the flags' environments whose order the source may have
+    changed since this source was first imported; None: not known) does not name the
+    environment; a single strategy is read only when ours does not hold it as it is."""
     missing = []
     for env, state in want.environments.items():
         if state.ordered:
             continue
         mine = None if ours is None else ours.environments.get(env)
-        if len(state.strategies) == 1 and mine is not None and len(mine.strategies) == 1:
-            (theirs,), (held,) = state.strategies, mine.strategies
-            if theirs.data.id == held.data.id and _same_content(theirs.data, held.data):
-                state.strategies = [Strategy(held.data, theirs.body)]
-                state.ordered = True
-                continue
+        settled = len(state.strategies) == 1 or (
+            moved is not None and (want.name, env) not in moved
+        )
+        if settled and mine is not None and _held(state.strategies, mine.strategies):
+            theirs = {s.data.id: s for s in state.strategies}
+            state.strategies = [Strategy(h.data, theirs[h.data.id].body) for h in mine.strategies]
+            state.ordered = True
+            continue
         missing.append(env)
     return missing
+
+
+def _held(theirs: Sequence[Strategy], mine: Sequence[Strategy]) -> bool:
+    """Whether ours holds the source's strategies, the same ids with the same content."""
+    held = {s.data.id: s.data for s in mine}
+    return len(held) == len(theirs) and all(
+        s.data.id in held and _same_content(s.data, held[s.data.id]) for s in theirs
+    )
 
 
 def _same_content(a: StrategyData, b: StrategyData) -> bool:

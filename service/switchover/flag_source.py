@@ -9,8 +9,11 @@ included, in as few answers as Unleash 6.10.1 gives them (docs/migrating.md, "Wh
   and of the archived ones by name. Its `enabled` is not read: Unleash's open-source edition
   answers the environment's own switch there, not the flag's;
 - what neither gives, flag by flag, 8 in flight: a strategy's `sortOrder` (the export leaves
-  it out and lists a flag's strategies in no fixed order) is asked where the write needs it
-  (`GET .../environments/:env/strategies`: service/switchover/flags.py); a flag's links,
+  it out and lists a flag's strategies in the order they were added) is asked where the write
+  needs it (`GET .../environments/:env/strategies`: service/switchover/flags.py): not where
+  ours holds the same strategies and the source's event log (`GET /api/admin/search/events`)
+  shows no re-order or strategy update of that flag's environment since this source was first
+  imported; a flag's links,
   where the source keeps links (its `featureLinks` flag is not off) and its list leaves
   them out, and everything of a flag when the source has no export (`GET
   .../features/:name`).
@@ -22,7 +25,7 @@ asked again. Unleash's answers are decoded in lenient Structs of this module's o
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import msgspec
@@ -156,6 +159,16 @@ class Segment(msgspec.Struct, frozen=True):
 
 class Segments(msgspec.Struct, frozen=True):
     segments: list[Segment]
+
+
+class SourceEvent(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    feature_name: str | None = None
+    environment: str | None = None
+
+
+class EventPage(msgspec.Struct, frozen=True):
+    events: list[SourceEvent]
+    total: int = 0
 
 
 class UiFlags(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
@@ -432,3 +445,40 @@ async def _one(ctx: Context, flag: Flag) -> None:
             exit_code=1,
         )
     ctx.progress.advance()
+
+
+# What changes a strategy's sortOrder in Unleash without changing the strategies an export
+# gives: a re-order, and an update (whose body may carry a sortOrder).
+ORDER_EVENTS: Final = ("strategy-order-changed", "feature-strategy-update")
+EVENT_PAGE: Final = 1_000
+# The source's clock and ours may differ: its events are read from a day before ours say.
+CLOCK_MARGIN: Final = timedelta(days=1)
+
+
+async def moved(ctx: Context, since: datetime) -> set[tuple[str, str]] | None:
+    """The flags' environments (flag, environment) whose strategies' order the source may
+    have changed since `since` (when this source was first imported), from its event log
+    (`GET /api/admin/search/events`); None when the source answers no such search (every
+    order is then read)."""
+    day = (since - CLOCK_MARGIN).date().isoformat()
+    found: set[tuple[str, str]] = set()
+    offset = 0
+    while True:
+        params = {
+            "type": "IS_ANY_OF:" + ",".join(ORDER_EVENTS),
+            "from": f"IS:{day}",
+            "limit": str(EVENT_PAGE),
+            "offset": str(offset),
+        }
+        try:
+            page = await ctx.source.get("/api/admin/search/events", EventPage, params)
+        except SourceError:
+            return None
+        found |= {
+            (e.feature_name, e.environment)
+            for e in page.events
+            if e.feature_name is not None and e.environment is not None
+        }
+        offset += len(page.events)
+        if not page.events or offset >= page.total:
+            return found

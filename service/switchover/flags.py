@@ -11,7 +11,7 @@ before the flags that depend on them, deletions last."""
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
@@ -31,6 +31,10 @@ if TYPE_CHECKING:
     from service.switchover.run import Context
     from service.work import UnitOfWork
 
+# New flags' streams an append starts at once: the inline projections order one call's writes
+# in a time that grows faster than the writes do, so many new flags go in calls of this many
+# (docs/benchmarks.md, "import-unleash").
+NEW_CHUNK: Final = 100
 _constraints = msgspec.json.Decoder(list[ConstraintColumn])
 _strategy_variants = msgspec.json.Decoder(list[StrategyVariantColumn])
 _variants = msgspec.json.Decoder(list[VariantColumn])
@@ -49,7 +53,7 @@ class Flags:
         ours = await _Ours.lock(uow.conn)
         marks = await origin.provenance(uow.conn, "feature", ctx.origin)
         facts = ours.facts(ctx, data)
-        wants = await _wanted(ctx, data, ours, facts, outcome)
+        wants = await _wanted(ctx, data, ours, facts, marks, outcome)
         after = _after(wants, ours, marks)
         ctx.progress.phase("writing flags", len(data.flags))
         new: list[tuple[str, list[DomainEvent]]] = []
@@ -109,17 +113,19 @@ def _decide(  # noqa: PLR0913, PLR0917 - one flag's decision and where it goes
     outcome.events += len(events)
 
 
-async def _wanted(
+async def _wanted(  # noqa: PLR0913, PLR0917 - both sides and what the report says
     ctx: Context,
     data: flag_source.Flags,
     ours: _Ours,
     facts: flag_plan.Facts,
+    marks: dict[str, origin.Provenance],
     outcome: Outcome,
 ) -> dict[str, flag_plan.FlagState]:
     """Each source flag in our terms, its strategies' sort orders read where the export left
     them out and ours does not settle them; a flag our rules refuse is named in `outcome`."""
     wants: dict[str, flag_plan.FlagState] = {}
     unordered: list[tuple[flag_source.Flag, str]] = []
+    moved = await _moved(ctx, data, marks)
     for flag in data.flags:
         try:
             want = flag_plan.wanted(flag, facts, ctx.now)
@@ -127,7 +133,10 @@ async def _wanted(
             outcome.refused.append((flag.name, _reason(exc)))
             continue
         wants[flag.name] = want
-        unordered += [(flag, env) for env in flag_plan.unordered(want, ours.flags.get(flag.name))]
+        mine = ours.flags.get(flag.name)
+        mark = marks.get(flag.name)
+        known = moved if mark is not None and mark.imported else None
+        unordered += [(flag, env) for env in flag_plan.unordered(want, mine, known)]
     if not unordered:
         return wants
     ctx.progress.phase("reading strategies' order", len(unordered))
@@ -146,6 +155,23 @@ async def _wanted(
             del wants[flag.name]
             outcome.refused.append((flag.name, _reason(exc)))
     return wants
+
+
+async def _moved(
+    ctx: Context, data: flag_source.Flags, marks: dict[str, origin.Provenance]
+) -> set[tuple[str, str]] | None:
+    """Where the source may have re-ordered strategies since it was first imported (None: not
+    known); asked only when ours holds flags of an earlier run and an export left orders out."""
+    since = [m.first_imported for m in marks.values() if m.first_imported is not None]
+    needed = any(
+        not env.ordered and len(env.strategies) > 1
+        for flag in data.flags
+        if flag.name in marks
+        for env in flag.environments.values()
+    )
+    if not since or not needed:
+        return None
+    return await flag_source.moved(ctx, min(since))
 
 
 async def _ordered(
@@ -224,8 +250,8 @@ async def _append(
         for name, events in new
         if name not in marks
     ]
-    if fresh:
-        await uow.append_new(fresh)
+    for i in range(0, len(fresh), NEW_CHUNK):
+        await uow.append_new(fresh[i : i + NEW_CHUNK])
     for name, events in new:
         if name in marks:
             version = await eventlog.stream_version(uow.conn, domain.stream(name))

@@ -12,6 +12,7 @@ from eventlog import reads
 
 if TYPE_CHECKING:
     from collections.abc import Collection
+    from datetime import datetime
 
     from eventlog.connections import Conn
 
@@ -20,6 +21,7 @@ class Provenance(NamedTuple):
     imported: bool  # an import from this source appended to the stream
     changed_here: bool  # an event from elsewhere followed the last one from this source
     pristine: bool = False  # every event of the stream is the first start's (bootstrap)
+    first_imported: datetime | None = None  # when an import from this source first wrote it
 
 
 async def provenance(
@@ -48,6 +50,7 @@ async def provenance(
             and o.other_at is not None
             and o.other_at > o.marked_at,
             pristine=o.bootstrap_only,
+            first_imported=o.first_marked,
         )
         for key, o in found.items()
     }
