@@ -448,13 +448,21 @@ class FeatureList(msgspec.Struct, frozen=True, kw_only=True):
     features: list[Feature]
 
 
+class FlagTag(msgspec.Struct, frozen=True, kw_only=True):
+    """A tag of a flag as its tags' routes show it: with its type's colour (None: none)."""
+
+    value: str
+    type: str
+    color: str | None
+
+
 class TagList(msgspec.Struct, frozen=True, kw_only=True):
     version: int = 1
-    tags: list[Tag]
+    tags: list[FlagTag]
 
     @classmethod
     def from_rows(cls, rows: Sequence[asyncpg.Record]) -> TagList:
-        return cls(tags=[Tag(value=r["value"], type=r["type"]) for r in rows])
+        return cls(tags=[FlagTag(value=r["value"], type=r["type"], color=r["color"]) for r in rows])
 
 
 class VariantList(msgspec.Struct, frozen=True, kw_only=True):
@@ -502,6 +510,9 @@ class Segment(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     constraints: list[Constraint]
     created_at: datetime
     project: str | None = None
+    # The list's: how many active flags, and their projects, use it (as Unleash's list says).
+    used_in_features: int | msgspec.UnsetType = msgspec.UNSET
+    used_in_projects: int | msgspec.UnsetType = msgspec.UNSET
 
     @classmethod
     def from_row(cls, row: asyncpg.Record) -> Segment:
