@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from eventlog.events.projects import DefaultStrategyData
+from service.projects.domain import PROTECTED_ENVIRONMENT
 
 if TYPE_CHECKING:
     import asyncpg
@@ -57,8 +58,8 @@ class ProjectDetail(Project, frozen=True, kw_only=True):
 
 
 class EnvironmentDetail(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """Unleash's environmentSchema. No environment is protected here (Unleash protects only its
-    `default` environment, which a new install here does not have), and the open-source
+    """Unleash's environmentSchema. Only `default` is protected, as in Unleash (a new install
+    here has no such environment; an import from Unleash brings it), and the open-source
     edition has no change requests (requiredApprovals null)."""
 
     name: str
@@ -71,7 +72,11 @@ class EnvironmentDetail(msgspec.Struct, frozen=True, kw_only=True, rename="camel
     @classmethod
     def from_row(cls, row: asyncpg.Record) -> EnvironmentDetail:
         return cls(
-            name=row["name"], type=row["type"], sort_order=row["sort_order"], enabled=row["enabled"]
+            name=row["name"],
+            type=row["type"],
+            sort_order=row["sort_order"],
+            enabled=row["enabled"],
+            protected=row["name"] == PROTECTED_ENVIRONMENT,
         )
 
 
@@ -87,6 +92,7 @@ class Environment(EnvironmentDetail, frozen=True, kw_only=True):
             type=row["type"],
             sort_order=row["sort_order"],
             enabled=row["enabled"],
+            protected=row["name"] == PROTECTED_ENVIRONMENT,
             project_count=row["project_count"],
             api_token_count=row.get("api_token_count", 0),
             enabled_toggle_count=row.get("enabled_toggle_count", 0),
@@ -112,6 +118,7 @@ class ProjectEnvironmentInfo(EnvironmentDetail, frozen=True, kw_only=True):
             type=row["type"],
             sort_order=row["sort_order"],
             enabled=row["enabled"],
+            protected=row["name"] == PROTECTED_ENVIRONMENT,
             project_api_token_count=row["project_api_token_count"],
             project_enabled_toggle_count=row["project_enabled_toggle_count"],
             visible=row["visible"],

@@ -174,3 +174,27 @@ async def test_update_an_environment(client: Client, app: web.Application) -> No
     assert await event_count(app, "EnvironmentUpdated") == 1
     async with app[POOL].acquire() as conn:
         assert (await verify(conn)).ok
+
+
+async def test_only_the_default_environment_is_protected_and_keeps_its_type(
+    client: Client, app: web.Application
+) -> None:
+    """As in Unleash, whose own `default` environment (which an import from it brings) is its
+    only protected one: its type never changes there; its order may."""
+    body = {"name": "default", "type": "production"}
+    made = await ok(await client.post(ENVIRONMENTS, json=body, headers=ADMIN), 201)
+    assert made["protected"] is True
+    assert {e["name"]: e["protected"] for e in await listed(client)} == {
+        "default": True,
+        "development": False,
+        "production": False,
+    }
+    update = f"{ENVIRONMENTS}/update/default"
+    refused = await client.put(update, json={"type": "test"}, headers=ADMIN)
+    message = await error(refused, 403, "InvalidOperationError")
+    assert message == "Environment default is protected: its type stays production"
+    moved = await ok(
+        await client.put(update, json={"type": "production", "sortOrder": 9}, headers=ADMIN)
+    )
+    assert (moved["sortOrder"], moved["protected"]) == (9, True)
+    assert await event_count(app, "EnvironmentUpdated") == 1
