@@ -146,6 +146,16 @@ async def test_project_environments(client: Client) -> None:
         (0, 1),
         (1, 0),
     ]
+    # An archived flag keeps its switches, and Unleash counts them too.
+    await flag(client, "archived-on")
+    switch = "/api/admin/projects/default/features/archived-on/environments/production/on"
+    await ok(await client.post(switch, headers=ADMIN))
+    archive = await client.delete("/api/admin/projects/default/features/archived-on", headers=ADMIN)
+    assert archive.status == 202
+    every = await ok(await client.get(ENVIRONMENTS, headers=ADMIN))
+    assert [e["enabledToggleCount"] for e in every["environments"]] == [1, 1]
+    body = await ok(await client.get(f"{ENVIRONMENTS}/project/default", headers=ADMIN))
+    assert [e["projectEnabledToggleCount"] for e in body["environments"]] == [1, 1]
     # A project that does not exist has every environment, none of them visible (as Unleash).
     nowhere = await ok(await client.get(f"{ENVIRONMENTS}/project/nope", headers=ADMIN))
     assert [(e["visible"], e["projectEnabledToggleCount"]) for e in nowhere["environments"]] == [

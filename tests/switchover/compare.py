@@ -60,6 +60,15 @@ kind, as data):
 8. `GET /api/client/features`: the answer's `version`, `query` and `meta` (revision ids)
    are dropped; the features keyed by name, the segments by name. A client token a server
    refuses makes its status the answer compared (and no SDK is asked).
+9. Where the two servers' rules differ by design (docs/behavior.md), not by a defect:
+   - a flag's `lifecycle` is dropped: flagstore derives the stage from the flag's switches
+     ("A flag's lifecycle"), Unleash 6.10.1 from the metrics SDKs report, which an import
+     does not carry (metrics history is not carried over: docs/migrating.md), so an imported
+     flag that is switched on is `pre-live` or `live` here and `initial` there until an SDK
+     reports it;
+   - a segment's strategies (`GET /api/admin/segments/:id/strategies`) leave out those of
+     archived flags, on each side by its own archive: flagstore lists them since they keep the
+     segment from being deleted ("Segment names and usage"), Unleash leaves them out.
 """
 
 from __future__ import annotations
@@ -417,7 +426,11 @@ async def collect(r: Reader, scope: Scope) -> Collected:
     if segments is not None:
         ids = {name: i for i, name in got.segment_ids.items()}
         usage = {name: r.entity(f"/api/admin/segments/{ids[name]}/strategies") for name in segments}
-        got.kinds["segment strategies"] = await _gather(usage)
+        archived = set(got.kinds.get("archived") or {})
+        got.kinds["segment strategies"] = {
+            name: _active_strategies(body, archived)
+            for name, body in (await _gather(usage)).items()
+        }
     for environment, token in r.side.client_tokens.items():
         status, body = await r.answer(
             "/api/client/features", token=token, headers={"Unleash-Client-Spec": CLIENT_SPEC}
@@ -429,6 +442,14 @@ async def collect(r: Reader, scope: Scope) -> Collected:
         else:  # the token does not work here: that is the answer compared
             got.kinds[kind] = {"(the answer)": Reader._body(status, body)}
     return got
+
+
+def _active_strategies(body: Any, archived: set[str]) -> Any:
+    """A segment's strategies without those of archived flags (rule 9)."""
+    if isinstance(body, dict) and isinstance(body.get("strategies"), list):
+        kept = [s for s in body["strategies"] if s.get("featureName") not in archived]
+        return {**body, "strategies": kept}
+    return body
 
 
 def _client(body: dict[str, Any], scope: Scope) -> Entities:

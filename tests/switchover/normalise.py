@@ -192,7 +192,8 @@ RULES: dict[str, Rules] = {
         _strategy(ENV_STRATEGY),
         {
             "keyed": {"environments": "name"},
-            "drop": _paths("createdBy.id", "collaborators.users.[].id", "links.[].id"),
+            # lifecycle: derived by other rules on each side (compare.py, rule 9).
+            "drop": _paths("createdBy.id", "collaborators.users.[].id", "links.[].id", "lifecycle"),
             "unordered": _paths("tags", "dependencies", "children", "collaborators.users"),
         },
         one_sided=_paths(
