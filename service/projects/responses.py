@@ -13,6 +13,8 @@ from service.projects.domain import PROTECTED_ENVIRONMENT
 if TYPE_CHECKING:
     import asyncpg
 
+    from service.features.responses import Feature
+
 
 class Project(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     id: str
@@ -373,3 +375,75 @@ class ProjectStatus(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 class FlagCreator(msgspec.Struct, frozen=True, kw_only=True):
     id: int
     name: str
+
+
+class OverviewFlagEnvironment(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    name: str
+    enabled: bool
+    type: str
+    sort_order: int
+    variant_count: int
+    last_seen_at: datetime | None
+    has_strategies: bool
+    has_enabled_strategies: bool
+
+
+class OverviewFlag(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """A flag as Unleash's deprecated project overview lists it (its featureSchema, as its
+    getFeatureOverview fills it)."""
+
+    type: str
+    description: str | None
+    name: str
+    created_at: datetime
+    stale: bool
+    impression_data: bool
+    last_seen_at: datetime | None
+    environments: list[OverviewFlagEnvironment]
+
+    @classmethod
+    def of(cls, flag: Feature) -> OverviewFlag:
+        return cls(
+            type=flag.type,
+            description=flag.description,
+            name=flag.name,
+            created_at=flag.created_at,
+            stale=flag.stale,
+            impression_data=flag.impression_data,
+            last_seen_at=flag.last_seen_at,
+            environments=[
+                OverviewFlagEnvironment(
+                    name=e.name,
+                    enabled=e.enabled,
+                    type=e.type,
+                    sort_order=e.sort_order,
+                    variant_count=e.variant_count,
+                    last_seen_at=e.last_seen_at,
+                    has_strategies=e.has_strategies,
+                    has_enabled_strategies=e.has_enabled_strategies,
+                )
+                for e in flag.environments
+            ],
+        )
+
+
+class DeprecatedProjectOverview(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """GET /api/admin/projects/:projectId (Unleash's deprecatedProjectOverviewSchema): the
+    overview's fields with the project's active flags; `updatedAt` is when Unleash's health
+    job last ran, which has no counterpart here (null)."""
+
+    stats: ProjectStats
+    name: str
+    description: str | None
+    mode: str = "open"
+    feature_limit: int | None = None
+    feature_naming: FeatureNaming = msgspec.field(default_factory=FeatureNaming)
+    default_stickiness: str = "default"
+    health: int
+    favorite: bool
+    updated_at: datetime | None = None
+    created_at: datetime
+    environments: list[OverviewEnvironment]
+    features: list[OverviewFlag]
+    members: int = 0
+    version: int = 1

@@ -68,7 +68,18 @@ kind, as data):
      reports it;
    - a segment's strategies (`GET /api/admin/segments/:id/strategies`) leave out those of
      archived flags, on each side by its own archive: flagstore lists them since they keep the
-     segment from being deleted ("Segment names and usage"), Unleash leaves them out.
+     segment from being deleted ("Segment names and usage"), Unleash leaves them out;
+   - a flag's deprecated flag-level `variants` are compared by their names: Unleash 6.10.1
+     merges every environment's variants over the rows of a view read in no fixed order, a
+     later row's variant of a name replacing an earlier one's, so which environment's variant
+     it shows, and in which order, is PostgreSQL's row order (the environments' variants,
+     compared in full, are what SDKs and the UI read); flagstore merges them in display order;
+   - a project's `health` and `updatedAt` (projects, project, project overview) are dropped:
+     Unleash stores the health, and sets `updatedAt`, by a job that runs about every hour
+     (its project health service), so a freshly seeded reference shows 100 and its own time;
+     flagstore computes the health when read;
+   - the creation time of what each server makes at its installation (the `default` project,
+     the built-in context fields) is that install's, not carried: dropped.
 """
 
 from __future__ import annotations
@@ -431,6 +442,7 @@ async def collect(r: Reader, scope: Scope) -> Collected:
             name: _active_strategies(body, archived)
             for name, body in (await _gather(usage)).items()
         }
+    _install_times(got)
     for environment, token in r.side.client_tokens.items():
         status, body = await r.answer(
             "/api/client/features", token=token, headers={"Unleash-Client-Spec": CLIENT_SPEC}
@@ -442,6 +454,23 @@ async def collect(r: Reader, scope: Scope) -> Collected:
         else:  # the token does not work here: that is the answer compared
             got.kinds[kind] = {"(the answer)": Reader._body(status, body)}
     return got
+
+
+# What each server makes at its installation: its creation time is the install's (rule 9).
+INSTALLED = {
+    "projects": frozenset({"default"}),
+    "project": frozenset({"default"}),
+    "project overview": frozenset({"default"}),
+    "context fields": BUILT_IN_CONTEXT,
+}
+
+
+def _install_times(got: Collected) -> None:
+    for kind, keys in INSTALLED.items():
+        for key in keys:
+            entity = (got.kinds.get(kind) or {}).get(key)
+            if isinstance(entity, dict):
+                entity.pop("createdAt", None)
 
 
 def _active_strategies(body: Any, archived: set[str]) -> Any:
