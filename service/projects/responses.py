@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from eventlog.events.projects import DefaultStrategyData
+from service.features.responses import Tag
 from service.projects.domain import PROTECTED_ENVIRONMENT
 
 if TYPE_CHECKING:
@@ -400,6 +401,7 @@ class OverviewFlag(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     impression_data: bool
     last_seen_at: datetime | None
     environments: list[OverviewFlagEnvironment]
+    tags: list[Tag] | msgspec.UnsetType = msgspec.UNSET  # only when it has some, as Unleash
 
     @classmethod
     def of(cls, flag: Feature) -> OverviewFlag:
@@ -424,6 +426,7 @@ class OverviewFlag(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
                 )
                 for e in flag.environments
             ],
+            tags=list(flag.tags) or msgspec.UNSET,
         )
 
 

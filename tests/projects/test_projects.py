@@ -71,6 +71,11 @@ async def test_a_new_install_has_the_default_project(client: Client) -> None:
     }
     (flag,) = detail["features"]
     assert (flag["name"], flag["type"], flag["stale"]) == ("f", "release", False)
+    assert "tags" not in flag  # only a flag with tags lists them, as Unleash
+    tag = {"type": "simple", "value": "team"}
+    await ok(await client.post("/api/admin/features/f/tags", json=tag, headers=ADMIN), 201)
+    tagged = await ok(await client.get(f"{PROJECTS}/default", headers=ADMIN))
+    assert tagged["features"][0]["tags"] == [tag]
     assert [(e["name"], e["enabled"], e["hasStrategies"]) for e in flag["environments"]] == [
         ("development", False, False),
         ("production", False, False),

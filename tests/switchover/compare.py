@@ -49,8 +49,9 @@ kind, as data):
    flagstore keeps only hashes and shows a masked hint, Unleash shows the secret. Tokens that
    share name, type, environment and projects are numbered (`#2`) in the order listed. A
    side's `skip_token_ids` (proof.py: the new server's own admin token) are left out.
-6. A project overview's `stats` (activity in the last 30 days) and `onboardingStatus.feature`
-   (the first flag created) are dropped: an import or a seed makes its own history, in its
+6. A project overview's `stats` (activity in the last 30 days; the deprecated `GET
+   /api/admin/projects/:p`'s too) and `onboardingStatus.feature` (the first flag created)
+   are dropped: an import or a seed makes its own history, in its
    own order.
 7. With `--prefix` (two servers seeded independently, one of them shared), only entities
    whose name starts with the prefix are compared, besides the built-in ones (the default

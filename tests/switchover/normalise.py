@@ -135,9 +135,11 @@ RULES: dict[str, Rules] = {
         aggregates=PROJECT_AGGREGATES, one_sided=_paths("favorite"), drop=PROJECT_JOB
     ),
     "project": Rules(
-        drop=PROJECT_JOB,
+        # stats: what happened in the last 30 days, as the overview's (rule 6).
+        drop=PROJECT_JOB | _paths("stats"),
         aggregates=PROJECT_AGGREGATES,
         keyed={"environments": "environment", "features": "name"},
+        unordered=_paths("features.*.tags"),
         one_sided=_paths("id", "archivedAt", "environments.*.type", "environments.*.sortOrder"),
     ),
     "project overview": Rules(
