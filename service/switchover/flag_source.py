@@ -111,6 +111,27 @@ class Creator(msgspec.Struct, frozen=True, kw_only=True):
     name: str | None = None
 
 
+class Collaborators(msgspec.Struct, frozen=True, kw_only=True):
+    users: list[Creator] = []  # the latest to change the flag first
+
+
+class People(msgspec.Struct, frozen=True, kw_only=True):
+    """Of a flag's GET: who changed it."""
+
+    collaborators: Collaborators | None = None
+
+
+async def last_changed_by(ctx: Context, flag: Flag) -> Creator | None:
+    """Who changed the (active) flag last in the source, as its GET names them; None when the
+    source does not say."""
+    if flag.archived:
+        return None
+    path = f"/api/admin/projects/{flag.project}/features/{flag.name}"
+    found = await ctx.source.get(path, People)
+    users = found.collaborators.users if found.collaborators else []
+    return users[0] if users else None
+
+
 class SearchedEnvironment(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     enabled: bool = False

@@ -65,7 +65,8 @@ class Flags:
         gone = _gone(ctx, data, ours, marks, after, outcome)
         if not outcome.problems:
             made_by = {f.name: made_by_metadata(ctx, f.created_by) for f in data.flags}
-            await _append(ctx, uow, new, changes + gone, marks, made_by)
+            changed_by = await _changed_by(ctx, data, {name for name, _ in changes})
+            await _append(ctx, uow, new, changes + gone, marks, made_by, changed_by)
         ctx.progress.done()
         return outcome
 
@@ -213,6 +214,20 @@ def _gone(  # noqa: PLR0913, PLR0917 - the state a deletion compares
     return found
 
 
+async def _changed_by(
+    ctx: Context, data: flag_source.Flags, changed: set[str]
+) -> dict[str, Metadata]:
+    """The metadata of a changed flag's events: the source's latest collaborator of the flag
+    as their actor (who changed it there last), as made_by_metadata names them."""
+    flags = [f for f in data.flags if f.name in changed]
+    found = await asyncio.gather(*(flag_source.last_changed_by(ctx, f) for f in flags))
+    return {
+        f.name: made_by_metadata(ctx, who)
+        for f, who in zip(flags, found, strict=True)
+        if who is not None
+    }
+
+
 def made_by_metadata(ctx: Context, creator: flag_source.Creator | None) -> Metadata:
     """The metadata of a new flag's events: the run's, with the source's creator as the actor
     where this service can name them as Unleash does (an API token, the system, an imported
@@ -235,13 +250,14 @@ def made_by_metadata(ctx: Context, creator: flag_source.Creator | None) -> Metad
     )
 
 
-async def _append(  # noqa: PLR0913, PLR0917 - what the decisions made
+async def _append(  # noqa: PLR0913, PLR0917 - what the decisions made, and by whom
     ctx: Context,
     uow: UnitOfWork,
     new: list[tuple[str, list[DomainEvent]]],
     changes: list[tuple[str, list[DomainEvent]]],
     marks: dict[str, origin.Provenance],
     made_by: dict[str, Metadata],
+    changed_by: dict[str, Metadata],
 ) -> None:
     """New flags' streams at once (a name a deleted flag had continues its stream), then one
     append a changed flag, in the order decided."""
@@ -258,7 +274,7 @@ async def _append(  # noqa: PLR0913, PLR0917 - what the decisions made
             metadata = made_by.get(name, ctx.metadata)
             await uow.append(domain.stream(name), events, metadata, at_version=version)
     for name, events in changes:
-        await uow.append(domain.stream(name), events, ctx.metadata)
+        await uow.append(domain.stream(name), events, changed_by.get(name, ctx.metadata))
 
 
 def _reason(exc: Exception) -> str:

@@ -55,6 +55,16 @@ async def test_the_creator_and_an_archived_flag_s_switches_are_carried(
         "development": 1,
         "production": 0,
     }
+    # A change in the source is carried as made by who changed the flag there last: the
+    # same token here, so the flag still has one collaborator (not the importer too).
+    edit = [{"op": "replace", "path": "/description", "value": "changed"}]
+    await ok(await source.client.patch(f"{FEATURES}/made", json=edit, headers=ADMIN))
+    report = await target.run(source, only=kinds.all_kinds())
+    (flags,) = [o for o in report.outcomes if o.kind == "flags"]
+    assert flags.updated == ["made"]
+    here = await ok(await target.client.get(f"{FEATURES}/made", headers=ADMIN))
+    assert here["description"] == "changed"
+    assert [u["id"] for u in here["collaborators"]["users"]] == [-42]
     # What an import wrote still says so, whoever is named as its actor.
     sources = await target.conn.fetch(
         "SELECT DISTINCT metadata->>'source' AS source FROM events WHERE stream_key = 'made'"
