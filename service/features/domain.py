@@ -60,7 +60,7 @@ from service.features import commands, patches
 from service.names import validate_name
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection, Mapping, Sequence
+    from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
     from service.features.commands import (
         CloneFeature,
@@ -501,8 +501,35 @@ _SEMVER = re.compile(
 TOTAL_WEIGHT = 1000
 
 
+def by_name(variants: Iterable[V]) -> list[V]:
+    """Variants as Unleash 6.10.1 stores them (and SDKs then weigh them): by name, in the
+    order of JavaScript's `localeCompare` (ICU's root collation): collation_key."""
+    return sorted(variants, key=lambda v: collation_key(v.name))
+
+
+# ICU's root collation orders ASCII's spaces, punctuation and symbols so, before digits.
+_PUNCTUATION: Final = " _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$"
+
+
+def collation_key(text: str) -> tuple[tuple[tuple[int, int], ...], tuple[bool, ...]]:
+    """A sort key ordering as `localeCompare` does, exactly for ASCII: punctuation and
+    symbols, then digits, then letters regardless of case; a tie goes to lower case first.
+    Other characters come after the ASCII ones of their kind, by code point."""
+
+    def primary(c: str) -> tuple[int, int]:
+        if c.isdigit():
+            return 1, ord(c)
+        if c.isalpha():
+            return 2, ord(c.casefold()[0])
+        at = _PUNCTUATION.find(c)
+        return 0, at if at >= 0 else len(_PUNCTUATION) + ord(c)
+
+    return tuple(primary(c) for c in text), tuple(c.isupper() for c in text)
+
+
 def spread_weights(variants: Sequence[V], path: str) -> list[V]:
-    """Fixed variants keep their weight; variable ones share the rest so all total 1000."""
+    """Fixed variants keep their weight; variable ones share the rest so all total 1000 (the
+    first ones sent one more when it does not divide); then stored by name."""
     if not variants:
         return []
     fixed = sum(v.weight for v in variants if v.weight_type == "fix")
@@ -515,25 +542,26 @@ def spread_weights(variants: Sequence[V], path: str) -> list[V]:
                 f"Variant weights must total 1000 (got {fixed}) or include a variable variant"
                 f" - at `{path}`"
             )
-        return list(variants)
+        return by_name(variants)
     share, extra = divmod(TOTAL_WEIGHT - fixed, len(variable))
     weights = {i: share + (1 if n < extra else 0) for n, i in enumerate(variable)}
-    return [
+    return by_name(
         msgspec.structs.replace(v, weight=weights[i]) if i in weights else v
         for i, v in enumerate(variants)
-    ]
+    )
 
 
 def kept_weights(variants: Sequence[V], path: str) -> list[V]:
     """Weights another server spread already (Unleash gives the remainder of a division to
     the variants in the order they were sent, then stores them by name, so spreading them
-    again here could move a point of weight): kept when they total 1000, as spread ones do."""
+    again here could move a point of weight): kept when they total 1000, as spread ones do,
+    and stored by name."""
     if not variants:
         return []
     total = sum(v.weight for v in variants)
     if total != TOTAL_WEIGHT:
         raise ValidationError(f"Variant weights must total 1000 (got {total}) - at `{path}`")
-    return list(variants)
+    return by_name(variants)
 
 
 def check_variant_names(

@@ -174,7 +174,11 @@ SEGMENTS_OF_STRATEGY = (
     " WHERE id = ANY((SELECT segments FROM feature_strategies WHERE id = $1)::integer[])"
     " ORDER BY id"
 )
-TAGS = "SELECT type, value FROM feature_tags WHERE feature_name = $1 ORDER BY type, value"
+# A flag's tags with their type's colour (Unleash's flag tags show it).
+TAGS = """
+SELECT t.type, t.value, y.color FROM feature_tags t LEFT JOIN tag_types y ON y.name = t.type
+WHERE t.feature_name = $1 ORDER BY t.type, t.value
+"""
 FLAG_EXISTS = "SELECT EXISTS (SELECT 1 FROM features WHERE name = $1)"
 VARIANTS = """
 SELECT coalesce((SELECT variants FROM feature_environments
@@ -195,6 +199,20 @@ PROJECT_ACTIVE = "SELECT EXISTS (SELECT 1 FROM projects WHERE id = $1 AND archiv
 SEGMENT = "SELECT id, name, description, constraints::text AS constraints, created_at FROM segments"
 SEGMENT_BY_ID = SEGMENT + " WHERE id = $1"
 ALL_SEGMENTS = SEGMENT + " ORDER BY id"
+# Every segment with the active flags and their projects that use it (Unleash's segment list
+# counts no archived flag there).
+ALL_SEGMENTS_WITH_USAGE = """
+SELECT g.id, g.name, g.description, g.constraints::text AS constraints, g.created_at,
+       u.used_in_features, u.used_in_projects
+FROM segments g
+CROSS JOIN LATERAL (
+    SELECT count(DISTINCT f.name) AS used_in_features,
+           count(DISTINCT f.project) AS used_in_projects
+    FROM feature_strategies s JOIN features f ON f.name = s.feature_name
+    WHERE g.id = ANY(s.segments) AND f.archived_at IS NULL
+) u
+ORDER BY g.id
+"""
 
 
 class FeatureRows(NamedTuple):

@@ -293,7 +293,7 @@ class Feature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     archived_at: datetime | None
     last_seen_at: datetime | None = None
     environments: list[FeatureEnvironment]
-    variants: list[Variant] = []  # deprecated in Unleash; always empty
+    variants: list[Variant] = []  # deprecated in Unleash: see flag_variants
     strategies: list[Strategy] = []  # deprecated in Unleash; always empty
     tags: list[Tag]
     children: list[str]
@@ -318,6 +318,25 @@ class Feature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
         cloned = event if isinstance(event, FeatureCloned) else None
         copied = {e.environment: e for e in cloned.environments} if cloned else {}
         creator, people = _people(collaborators)
+        built = [
+            FeatureEnvironment.build(
+                event.name,
+                name=name,
+                environment_type=env_type,
+                sort_order=sort_order,
+                strategies=[
+                    Strategy.copied(event.name, s)
+                    for s in (copied[name].strategies if name in copied else [])
+                ],
+                variants=_as(copied[name].variants if name in copied else [], list[Variant]),
+            )
+            for name, env_type, sort_order in zip(
+                environments["names"],
+                environments["types"],
+                environments["sort_orders"],
+                strict=True,
+            )
+        ]
         return cls(
             name=event.name,
             type=event.feature_type,
@@ -330,25 +349,8 @@ class Feature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
             created_at=event.created_at,
             created_by=creator,
             archived_at=None,
-            environments=[
-                FeatureEnvironment.build(
-                    event.name,
-                    name=name,
-                    environment_type=env_type,
-                    sort_order=sort_order,
-                    strategies=[
-                        Strategy.copied(event.name, s)
-                        for s in (copied[name].strategies if name in copied else [])
-                    ],
-                    variants=_as(copied[name].variants if name in copied else [], list[Variant]),
-                )
-                for name, env_type, sort_order in zip(
-                    environments["names"],
-                    environments["types"],
-                    environments["sort_orders"],
-                    strict=True,
-                )
-            ],
+            environments=built,
+            variants=flag_variants(built),
             tags=[Tag(value=t.value, type=t.tag_type) for t in cloned.tags]
             if cloned
             else list(tags),
@@ -412,6 +414,7 @@ class Feature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
             archived_at=row["archived_at"],
             last_seen_at=row["last_seen_at"],
             environments=built,
+            variants=flag_variants(built),
             tags=[
                 Tag(value=value, type=tag_type)
                 for tag_type, value in zip(row["tag_types"], row["tag_values"], strict=True)
@@ -429,18 +432,37 @@ class Feature(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
         )
 
 
+def flag_variants(environments: Sequence[FeatureEnvironment]) -> list[Variant]:
+    """A flag's deprecated top-level `variants`, as Unleash 6.10.1 shows them beside the
+    environments' (its UI and old clients read them): every environment's variants, in display
+    order, one a name; a name keeps its first place and takes the last environment's variant."""
+    merged: dict[str, Variant] = {}
+    for environment in environments:
+        for variant in environment.variants:
+            merged[variant.name] = variant
+    return list(merged.values())
+
+
 class FeatureList(msgspec.Struct, frozen=True, kw_only=True):
     version: int = 1
     features: list[Feature]
 
 
+class FlagTag(msgspec.Struct, frozen=True, kw_only=True):
+    """A tag of a flag as its tags' routes show it: with its type's colour (None: none)."""
+
+    value: str
+    type: str
+    color: str | None
+
+
 class TagList(msgspec.Struct, frozen=True, kw_only=True):
     version: int = 1
-    tags: list[Tag]
+    tags: list[FlagTag]
 
     @classmethod
     def from_rows(cls, rows: Sequence[asyncpg.Record]) -> TagList:
-        return cls(tags=[Tag(value=r["value"], type=r["type"]) for r in rows])
+        return cls(tags=[FlagTag(value=r["value"], type=r["type"], color=r["color"]) for r in rows])
 
 
 class VariantList(msgspec.Struct, frozen=True, kw_only=True):
@@ -488,6 +510,9 @@ class Segment(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     constraints: list[Constraint]
     created_at: datetime
     project: str | None = None
+    # The list's: how many active flags, and their projects, use it (as Unleash's list says).
+    used_in_features: int | msgspec.UnsetType = msgspec.UNSET
+    used_in_projects: int | msgspec.UnsetType = msgspec.UNSET
 
     @classmethod
     def from_row(cls, row: asyncpg.Record) -> Segment:

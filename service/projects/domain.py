@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import msgspec
 
@@ -16,7 +16,7 @@ from eventlog.events.projects import (
     ProjectEnvironmentDisabled,
     ProjectEnvironmentEnabled,
 )
-from service.errors import Conflict, NameExists, NotFound, ValidationError
+from service.errors import Conflict, InvalidOperation, NameExists, NotFound, ValidationError
 from service.names import validate_name
 
 if TYPE_CHECKING:
@@ -143,6 +143,11 @@ def set_sort_order(
     ]
 
 
+# Unleash's one protected environment (its own migrations make it so): its type never
+# changes there, and it is never deleted.
+PROTECTED_ENVIRONMENT: Final = "default"
+
+
 def update_environment(
     name: str, cmd: UpdateEnvironment, current: tuple[str, int] | None
 ) -> EnvironmentUpdated | None:
@@ -150,6 +155,8 @@ def update_environment(
     such environment); a sortOrder left out stays. Nothing changed: no event."""
     if current is None:
         raise environment_missing(name)
+    if name == PROTECTED_ENVIRONMENT and cmd.type != current[0]:
+        raise InvalidOperation(f"Environment {name} is protected: its type stays {current[0]}")
     sort_order = current[1] if cmd.sort_order is None else cmd.sort_order
     if (cmd.type, sort_order) == current:
         return None

@@ -20,7 +20,7 @@ from service.projects.commands import (
     SortOrders,
     UpdateEnvironment,
 )
-from service.projects.overview import list_projects
+from service.projects.overview import deprecated_overview, list_projects
 from service.projects.responses import (
     Environment,
     EnvironmentDetail,
@@ -33,15 +33,6 @@ from service.projects.responses import (
 
 if TYPE_CHECKING:
     from aiohttp import web
-
-
-async def get_project(request: web.Request) -> web.Response:
-    project_id = request.match_info["projectId"]
-    async with reading(request) as conn:
-        found = await queries.active_project(conn, project_id)
-    if found is None:
-        raise domain.project_missing(project_id)
-    return json_response(ProjectDetail.from_rows(*found))
 
 
 async def create_project(request: web.Request) -> web.Response:
@@ -193,15 +184,7 @@ ROUTES = [
         body=CreateProject,
         ok={201: ProjectDetail},
         errors=(NameExists,),
-        links={"project": Link(get_project, {"projectId": "$response.body#/id"})},
-    ),
-    Route(
-        "GET",
-        "/api/admin/projects/{projectId}",
-        get_project,
-        auth.READ,
-        ok={200: ProjectDetail},
-        past=True,
+        links={"project": Link(deprecated_overview, {"projectId": "$response.body#/id"})},
     ),
     Route(
         "DELETE",

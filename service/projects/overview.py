@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 from service import auth
 from service.appkeys import POOL
+from service.features import queries as feature_queries
+from service.features.responses import Feature
 from service.http.answers import json_response
 from service.http.past import reading
 from service.http.requests import principal
@@ -15,11 +17,13 @@ from service.projects import domain, queries
 from service.projects.responses import (
     ActivityCount,
     CurrentHealth,
+    DeprecatedProjectOverview,
     FeatureTypeCount,
     FlagCreator,
     LifecycleSummary,
     OnboardingStatus,
     OverviewEnvironment,
+    OverviewFlag,
     ProjectOverview,
     ProjectResources,
     ProjectStats,
@@ -65,14 +69,7 @@ async def project_overview(request: web.Request) -> web.Response:
     summary = ProjectSummary.from_row(row)
     return json_response(
         ProjectOverview(
-            stats=ProjectStats(
-                created_current_window=stats["created_current"],
-                created_past_window=stats["created_past"],
-                archived_current_window=stats["archived_current"],
-                archived_past_window=stats["archived_past"],
-                project_activity_current_window=stats["activity_current"],
-                project_activity_past_window=stats["activity_past"],
-            ),
+            stats=_stats(stats),
             name=summary.name,
             description=summary.description,
             health=summary.health,
@@ -82,6 +79,46 @@ async def project_overview(request: web.Request) -> web.Response:
             onboarding_status=OnboardingStatus.from_row(onboarding),
             environments=[OverviewEnvironment.from_row(e) for e in environments],
             feature_type_counts=[FeatureTypeCount(type=t["type"], count=t["count"]) for t in types],
+        )
+    )
+
+
+def _stats(row: asyncpg.Record) -> ProjectStats:
+    """queries.PROJECT_STATS' row."""
+    return ProjectStats(
+        created_current_window=row["created_current"],
+        created_past_window=row["created_past"],
+        archived_current_window=row["archived_current"],
+        archived_past_window=row["archived_past"],
+        project_activity_current_window=row["activity_current"],
+        project_activity_past_window=row["activity_past"],
+    )
+
+
+async def deprecated_overview(request: web.Request) -> web.Response:
+    """Unleash's deprecated `GET /api/admin/projects/:projectId`: an active project's overview
+    with its active flags (its stats count the last 30 days: no past state, as the overview)."""
+    async with request.app[POOL].acquire() as conn:
+        row = await _project(conn, request)
+        if row["archived_at"] is not None:
+            raise domain.project_missing(row["id"])
+        stats = await conn.fetchrow(queries.PROJECT_STATS, row["id"])
+        environments = await conn.fetch(queries.PROJECT_ENVIRONMENTS, row["id"])
+        flags = await feature_queries.features(
+            conn, await conn.fetch(feature_queries.ACTIVE_FEATURES_IN_PROJECT, row["id"])
+        )
+    assert stats is not None  # an aggregate has its one row
+    summary = ProjectSummary.from_row(row)
+    return json_response(
+        DeprecatedProjectOverview(
+            stats=_stats(stats),
+            name=summary.name,
+            description=summary.description,
+            health=summary.health,
+            favorite=summary.favorite,
+            created_at=summary.created_at,
+            environments=[OverviewEnvironment.from_row(e) for e in environments],
+            features=[OverviewFlag.of(Feature.from_rows(*f)) for f in flags],
         )
     )
 
@@ -115,6 +152,13 @@ async def flag_creators(request: web.Request) -> web.Response:
 
 
 ROUTES = [
+    Route(
+        "GET",
+        "/api/admin/projects/{projectId}",
+        deprecated_overview,
+        auth.READ,
+        ok={200: DeprecatedProjectOverview},
+    ),
     Route(
         "GET",
         "/api/admin/projects/{projectId}/overview",

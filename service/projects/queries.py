@@ -44,9 +44,8 @@ SELECT e.name, e.type, e.sort_order, e.enabled,
        (SELECT count(*) FROM project_environments pe JOIN projects p ON p.id = pe.project_id
         WHERE pe.environment = e.name AND p.archived_at IS NULL) AS project_count,
        (SELECT count(*) FROM api_tokens t WHERE t.environment = e.name) AS api_token_count,
-       (SELECT count(*) FROM feature_environments fe JOIN features f ON f.name = fe.feature_name
-        WHERE fe.environment = e.name AND fe.enabled AND f.archived_at IS NULL)
-           AS enabled_toggle_count
+       (SELECT count(*) FROM feature_environments fe
+        WHERE fe.environment = e.name AND fe.enabled) AS enabled_toggle_count
 FROM environments e ORDER BY e.sort_order, e.name
 """
 ENVIRONMENT = """
@@ -61,8 +60,8 @@ SELECT e.name, e.type, e.sort_order, e.enabled,
        (SELECT count(*) FROM api_tokens t
         WHERE t.environment = e.name AND $1 = ANY(t.projects)) AS project_api_token_count,
        (SELECT count(*) FROM feature_environments fe JOIN features f ON f.name = fe.feature_name
-        WHERE fe.environment = e.name AND fe.enabled AND f.project = $1
-          AND f.archived_at IS NULL) AS project_enabled_toggle_count,
+        WHERE fe.environment = e.name AND fe.enabled AND f.project = $1)
+           AS project_enabled_toggle_count,
        EXISTS (SELECT 1 FROM project_environments pe
                WHERE pe.project_id = $1 AND pe.environment = e.name) AS visible
 FROM environments e ORDER BY e.sort_order, e.name

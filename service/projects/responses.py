@@ -8,9 +8,13 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from eventlog.events.projects import DefaultStrategyData
+from service.features.responses import Tag
+from service.projects.domain import PROTECTED_ENVIRONMENT
 
 if TYPE_CHECKING:
     import asyncpg
+
+    from service.features.responses import Feature
 
 
 class Project(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
@@ -57,8 +61,8 @@ class ProjectDetail(Project, frozen=True, kw_only=True):
 
 
 class EnvironmentDetail(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """Unleash's environmentSchema. No environment is protected here (Unleash protects only its
-    `default` environment, which a new install here does not have), and the open-source
+    """Unleash's environmentSchema. Only `default` is protected, as in Unleash (a new install
+    here has no such environment; an import from Unleash brings it), and the open-source
     edition has no change requests (requiredApprovals null)."""
 
     name: str
@@ -71,7 +75,11 @@ class EnvironmentDetail(msgspec.Struct, frozen=True, kw_only=True, rename="camel
     @classmethod
     def from_row(cls, row: asyncpg.Record) -> EnvironmentDetail:
         return cls(
-            name=row["name"], type=row["type"], sort_order=row["sort_order"], enabled=row["enabled"]
+            name=row["name"],
+            type=row["type"],
+            sort_order=row["sort_order"],
+            enabled=row["enabled"],
+            protected=row["name"] == PROTECTED_ENVIRONMENT,
         )
 
 
@@ -87,6 +95,7 @@ class Environment(EnvironmentDetail, frozen=True, kw_only=True):
             type=row["type"],
             sort_order=row["sort_order"],
             enabled=row["enabled"],
+            protected=row["name"] == PROTECTED_ENVIRONMENT,
             project_count=row["project_count"],
             api_token_count=row.get("api_token_count", 0),
             enabled_toggle_count=row.get("enabled_toggle_count", 0),
@@ -112,6 +121,7 @@ class ProjectEnvironmentInfo(EnvironmentDetail, frozen=True, kw_only=True):
             type=row["type"],
             sort_order=row["sort_order"],
             enabled=row["enabled"],
+            protected=row["name"] == PROTECTED_ENVIRONMENT,
             project_api_token_count=row["project_api_token_count"],
             project_enabled_toggle_count=row["project_enabled_toggle_count"],
             visible=row["visible"],
@@ -366,3 +376,77 @@ class ProjectStatus(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 class FlagCreator(msgspec.Struct, frozen=True, kw_only=True):
     id: int
     name: str
+
+
+class OverviewFlagEnvironment(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    name: str
+    enabled: bool
+    type: str
+    sort_order: int
+    variant_count: int
+    last_seen_at: datetime | None
+    has_strategies: bool
+    has_enabled_strategies: bool
+
+
+class OverviewFlag(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """A flag as Unleash's deprecated project overview lists it (its featureSchema, as its
+    getFeatureOverview fills it)."""
+
+    type: str
+    description: str | None
+    name: str
+    created_at: datetime
+    stale: bool
+    impression_data: bool
+    last_seen_at: datetime | None
+    environments: list[OverviewFlagEnvironment]
+    tags: list[Tag] | msgspec.UnsetType = msgspec.UNSET  # only when it has some, as Unleash
+
+    @classmethod
+    def of(cls, flag: Feature) -> OverviewFlag:
+        return cls(
+            type=flag.type,
+            description=flag.description,
+            name=flag.name,
+            created_at=flag.created_at,
+            stale=flag.stale,
+            impression_data=flag.impression_data,
+            last_seen_at=flag.last_seen_at,
+            environments=[
+                OverviewFlagEnvironment(
+                    name=e.name,
+                    enabled=e.enabled,
+                    type=e.type,
+                    sort_order=e.sort_order,
+                    variant_count=e.variant_count,
+                    last_seen_at=e.last_seen_at,
+                    has_strategies=e.has_strategies,
+                    has_enabled_strategies=e.has_enabled_strategies,
+                )
+                for e in flag.environments
+            ],
+            tags=list(flag.tags) or msgspec.UNSET,
+        )
+
+
+class DeprecatedProjectOverview(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """GET /api/admin/projects/:projectId (Unleash's deprecatedProjectOverviewSchema): the
+    overview's fields with the project's active flags; `updatedAt` is when Unleash's health
+    job last ran, which has no counterpart here (null)."""
+
+    stats: ProjectStats
+    name: str
+    description: str | None
+    mode: str = "open"
+    feature_limit: int | None = None
+    feature_naming: FeatureNaming = msgspec.field(default_factory=FeatureNaming)
+    default_stickiness: str = "default"
+    health: int
+    favorite: bool
+    updated_at: datetime | None = None
+    created_at: datetime
+    environments: list[OverviewEnvironment]
+    features: list[OverviewFlag]
+    members: int = 0
+    version: int = 1

@@ -106,6 +106,51 @@ class FlagList(msgspec.Struct, frozen=True):
     features: list[ListedFlag]
 
 
+class Creator(msgspec.Struct, frozen=True, kw_only=True):
+    """Who made a flag in the source (Unleash's createdBy): a user's id, -42 an API token,
+    -1337 the system."""
+
+    id: int
+    name: str | None = None
+
+
+class Collaborators(msgspec.Struct, frozen=True, kw_only=True):
+    users: list[Creator] = []  # the latest to change the flag first
+
+
+class People(msgspec.Struct, frozen=True, kw_only=True):
+    """Of a flag's GET: who changed it."""
+
+    collaborators: Collaborators | None = None
+
+
+async def last_changed_by(ctx: Context, flag: Flag) -> Creator | None:
+    """Who changed the (active) flag last in the source, as its GET names them; None when the
+    source does not say."""
+    if flag.archived:
+        return None
+    path = f"/api/admin/projects/{flag.project}/features/{flag.name}"
+    found = await ctx.source.get(path, People)
+    users = found.collaborators.users if found.collaborators else []
+    return users[0] if users else None
+
+
+class SearchedEnvironment(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    enabled: bool = False
+
+
+class SearchedFlag(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    name: str
+    created_by: Creator | None = None
+    environments: list[SearchedEnvironment] = []
+
+
+class SearchPage(msgspec.Struct, frozen=True, kw_only=True):
+    features: list[SearchedFlag]
+    total: int = 0
+
+
 class Project(msgspec.Struct, frozen=True):
     id: str
 
@@ -207,6 +252,7 @@ class Flag(msgspec.Struct, kw_only=True):
     tags: list[tuple[str, str]] | None = None
     dependencies: list[Dependency] | None = None
     links: list[Link] | None = None
+    created_by: Creator | None = None
 
     @property
     def archived(self) -> bool:
@@ -234,6 +280,7 @@ async def read_flags(ctx: Context) -> Flags:
     environments = {p.id: envs for p, (envs, _) in zip(projects, lists, strict=True)}
     flags = [f for _, found in lists for f in found]
     ctx.progress.done()
+    await _searched(ctx, flags)
     await _exports(ctx, flags, environments)
     # Unleash 6.10.1 keeps links only with its `featureLinks` flag on; said off, there are none.
     links_kept = config.flags.feature_links is not False
@@ -307,6 +354,57 @@ def _configured(flag: Flag) -> bool:
         and flag.dependencies is not None
         and all(e.known for e in flag.environments.values())
     )
+
+
+SEARCH_PAGE: Final = 100  # the most Unleash 6.10.1's flag search gives at once
+SEARCH = "/api/admin/search/features?sortBy=name&sortOrder=asc&limit={limit}&offset={offset}"
+
+
+async def _searched(ctx: Context, flags: list[Flag]) -> None:
+    """What only the flag search gives, a page of 100 at a time: who made each flag, and an
+    archived flag's switches (Unleash's archive list and export do not say them). Nothing
+    when the source has no search."""
+    by_name = {f.name: f for f in flags}
+    for archived in (False, True):
+        wanted = sum(f.archived == archived for f in flags)
+        if not wanted:
+            continue
+        pages = range(0, wanted, SEARCH_PAGE)
+        ctx.progress.phase("searching " + ("archived flags" if archived else "flags"), len(pages))
+        try:
+            found = await asyncio.gather(*(_page(ctx, offset, archived) for offset in pages))
+        except _NoSearch:
+            ctx.progress.done()
+            return
+        ctx.progress.done()
+        for page in found:
+            for item in page.features:
+                flag = by_name.get(item.name)
+                if flag is None or flag.archived != archived:
+                    continue
+                flag.created_by = item.created_by
+                if archived:
+                    for env in item.environments:
+                        if env.name in flag.environments:
+                            flag.environments[env.name].enabled = env.enabled
+
+
+class _NoSearch(Exception):
+    pass
+
+
+async def _page(ctx: Context, offset: int, archived: bool) -> SearchPage:  # noqa: FBT001
+    path = SEARCH.format(limit=SEARCH_PAGE, offset=offset)
+    if archived:
+        path += "&archived=IS:true"
+    try:
+        found = await ctx.source.get(path, SearchPage)
+    except SourceError as exc:
+        if "answered 404" in exc.message or "answered 405" in exc.message:
+            raise _NoSearch from None
+        raise
+    ctx.progress.advance()
+    return found
 
 
 class _Ask(NamedTuple):

@@ -17,6 +17,7 @@ import msgspec
 
 import eventlog
 from eventlog.events.features import Constraint, StrategyData, StrategyVariant, Variant
+from projections.collaborators import API_TOKEN_USER, SYSTEM_USER
 from projections.shapes import ConstraintColumn, StrategyVariantColumn, VariantColumn
 from service.errors import AppError
 from service.features import domain, queries
@@ -28,6 +29,7 @@ from service.work import NewStream
 if TYPE_CHECKING:
     from eventlog.codec import DomainEvent
     from eventlog.connections import Conn
+    from eventlog.events.base import Metadata
     from service.switchover.run import Context
     from service.work import UnitOfWork
 
@@ -66,7 +68,9 @@ class Flags:
                 outcome.refused.append((want.name, _reason(exc)))
         gone = _gone(ctx, data, ours, marks, after, outcome)
         if not outcome.problems:
-            await _append(ctx, uow, new, changes + gone, marks)
+            made_by = {f.name: made_by_metadata(ctx, f.created_by) for f in data.flags}
+            changed_by = await _changed_by(ctx, data, {name for name, _ in changes})
+            await _append(ctx, uow, new, changes + gone, marks, made_by, changed_by)
         ctx.progress.done()
         return outcome
 
@@ -236,17 +240,55 @@ def _gone(  # noqa: PLR0913, PLR0917 - the state a deletion compares
     return found
 
 
-async def _append(
+async def _changed_by(
+    ctx: Context, data: flag_source.Flags, changed: set[str]
+) -> dict[str, Metadata]:
+    """The metadata of a changed flag's events: the source's latest collaborator of the flag
+    as their actor (who changed it there last), as made_by_metadata names them."""
+    flags = [f for f in data.flags if f.name in changed]
+    found = await asyncio.gather(*(flag_source.last_changed_by(ctx, f) for f in flags))
+    return {
+        f.name: made_by_metadata(ctx, who)
+        for f, who in zip(flags, found, strict=True)
+        if who is not None
+    }
+
+
+def made_by_metadata(ctx: Context, creator: flag_source.Creator | None) -> Metadata:
+    """The metadata of a new flag's events: the run's, with the source's creator as the actor
+    where this service can name them as Unleash does (an API token, the system, an imported
+    account), so that the flag's `createdBy` and collaborators say who made it; else the
+    importer's. `source` and `origin` still say that an import wrote them."""
+    if creator is None:
+        return ctx.metadata
+    name = creator.name or ctx.metadata.actor_name
+    if creator.id == API_TOKEN_USER:
+        return msgspec.structs.replace(
+            ctx.metadata, actor_kind="api-token", actor_id="api-token:source", actor_name=name
+        )
+    if creator.id == SYSTEM_USER:
+        return msgspec.structs.replace(ctx.metadata, actor_name=name)
+    ours = ctx.ids.get("user", {}).get(creator.id)
+    if ours is None:
+        return ctx.metadata
+    return msgspec.structs.replace(
+        ctx.metadata, actor_kind="user", actor_id=f"user:{ours}", actor_name=name
+    )
+
+
+async def _append(  # noqa: PLR0913, PLR0917 - what the decisions made, and by whom
     ctx: Context,
     uow: UnitOfWork,
     new: list[tuple[str, list[DomainEvent]]],
     changes: list[tuple[str, list[DomainEvent]]],
     marks: dict[str, origin.Provenance],
+    made_by: dict[str, Metadata],
+    changed_by: dict[str, Metadata],
 ) -> None:
     """New flags' streams at once (a name a deleted flag had continues its stream), then one
     append a changed flag, in the order decided."""
     fresh = [
-        NewStream(domain.stream(name), events, ctx.metadata)
+        NewStream(domain.stream(name), events, made_by.get(name, ctx.metadata))
         for name, events in new
         if name not in marks
     ]
@@ -255,9 +297,10 @@ async def _append(
     for name, events in new:
         if name in marks:
             version = await eventlog.stream_version(uow.conn, domain.stream(name))
-            await uow.append(domain.stream(name), events, ctx.metadata, at_version=version)
+            metadata = made_by.get(name, ctx.metadata)
+            await uow.append(domain.stream(name), events, metadata, at_version=version)
     for name, events in changes:
-        await uow.append(domain.stream(name), events, ctx.metadata)
+        await uow.append(domain.stream(name), events, changed_by.get(name, ctx.metadata))
 
 
 def _reason(exc: Exception) -> str:

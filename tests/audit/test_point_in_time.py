@@ -84,7 +84,6 @@ def feature_paths(name: str, project: str) -> list[str]:
         f"{base}/environments/development/strategies",
         f"/api/admin/features/{name}/tags",
         f"/api/admin/projects/{project}/features",
-        f"/api/admin/projects/{project}",
         "/api/admin/projects",  # its flag count
         f"/api/admin/archive/features/{project}",
     ]
@@ -245,7 +244,6 @@ async def segment(w: World) -> None:
 async def project(w: World) -> None:
     w.touched += [
         "/api/admin/projects",
-        "/api/admin/projects/p1",
         "/api/admin/projects/p1/features",
         "/api/admin/environments",  # the projects each environment is enabled in
     ]
@@ -342,8 +340,6 @@ CHANGES_BY_WEIGHT: list[tuple[Callable[[World], Awaitable[None]], int]] = [
 ASKED_EVERY = 3
 ALWAYS = [
     "/api/admin/projects",
-    "/api/admin/projects/default",
-    "/api/admin/projects/p1",
     "/api/admin/environments",
     "/api/admin/projects/default/features",
     "/api/admin/projects/p1/features",

@@ -642,14 +642,6 @@ def test_set_environment_variants_stores_the_variants_with_weights_spread() -> N
         environment="prod",
         variants=[
             Variant(
-                name="red",
-                weight=100,
-                weight_type="fix",
-                stickiness="default",
-                payload=Payload(type="number", value="1.5"),
-                overrides=[Override(context_name="userId", values=["7"])],
-            ),
-            Variant(
                 name="blue",
                 weight=450,
                 weight_type="variable",
@@ -664,6 +656,14 @@ def test_set_environment_variants_stores_the_variants_with_weights_spread() -> N
                 stickiness="sessionId",
                 payload=None,
                 overrides=[],
+            ),
+            Variant(
+                name="red",
+                weight=100,
+                weight_type="fix",
+                stickiness="default",
+                payload=Payload(type="number", value="1.5"),
+                overrides=[Override(context_name="userId", values=["7"])],
             ),
         ],
     )
@@ -760,20 +760,49 @@ def test_spread_weights_totals_1000_and_keeps_fixed_weights(
 ) -> None:
     spread = domain.spread_weights(variants, "$")
     assert sum(v.weight for v in spread) == 1000
-    assert [v.name for v in spread] == [v.name for v in variants]
-    for before, after in zip(variants, spread, strict=True):
-        assert after.weight_type == before.weight_type
+    assert [v.name for v in spread] == [v.name for v in domain.by_name(variants)]
+    after = {v.name: v for v in spread}
+    for before in variants:
+        assert after[before.name].weight_type == before.weight_type
         if before.weight_type == "fix":
-            assert after == before
+            assert after[before.name] == before
 
 
 @given(variant_mixes())
 def test_spread_weights_shares_the_rest_evenly_earlier_variants_first(
     variants: list[commands.Variant],
 ) -> None:
-    shared = [v.weight for v in domain.spread_weights(variants, "$") if v.weight_type != "fix"]
+    weights = {v.name: v.weight for v in domain.spread_weights(variants, "$")}
+    shared = [weights[v.name] for v in variants if v.weight_type != "fix"]  # in the order sent
     assert max(shared) - min(shared) <= 1
     assert shared == sorted(shared, reverse=True)
+
+
+def test_variants_are_stored_by_name_after_the_remainder_went_to_the_first_sent() -> None:
+    """As Unleash 6.10.1 stores them (fixVariantWeights, then its stores sort by
+    `localeCompare`): SDKs weigh variants in the stored order."""
+    variants = variants_of(b'[{"name": "cherry"}, {"name": "Banana"}, {"name": "apple"}]')
+    spread = domain.spread_weights(variants, "$")
+    assert [(v.name, v.weight) for v in spread] == [
+        ("apple", 333),
+        ("Banana", 333),
+        ("cherry", 334),
+    ]
+    kept = domain.kept_weights(spread[::-1], "$")
+    assert [v.name for v in kept] == ["apple", "Banana", "cherry"]
+
+
+@pytest.mark.parametrize(
+    ("names", "stored"),
+    [
+        (["b", "B", "a", "A"], ["a", "A", "b", "B"]),  # case second, lower case first
+        (["x10", "x9", "x-1", "x_1"], ["x_1", "x-1", "x10", "x9"]),  # punctuation, digits
+        (["z", "1", "-"], ["-", "1", "z"]),
+    ],
+)
+def test_by_name_orders_as_localecompare_does(names: list[str], stored: list[str]) -> None:
+    variants = [commands.Variant(name=n) for n in names]
+    assert [v.name for v in domain.by_name(variants)] == stored
 
 
 def test_spread_weights_gives_the_remainder_to_the_first_variable_variants() -> None:

@@ -108,7 +108,8 @@ async def test_a_flag_created_with_tags_has_them_at_once(
     assert created["tags"] == shown
     assert await flag_of(client, "tagged") == created
     listed = await ok(await client.get("/api/admin/features/tagged/tags", headers=ADMIN))
-    assert listed == {"version": 1, "tags": shown}
+    # The flag's tags route shows each tag's type's colour too, as Unleash's.
+    assert listed == {"version": 1, "tags": [t | {"color": "#FFFFFF"} for t in shown]}
     assert await event_count(app, "FeatureTagged") == 2
 
 

@@ -39,7 +39,10 @@ async def test_the_bulk_edit_adds_what_is_missing_and_removes_what_is_there(
     answered = await ok(await client.put(TAGS, json=body, headers=ADMIN))
     expected = {
         "version": 1,
-        "tags": [{"value": "abc", "type": "simple"}, {"value": "new1", "type": "simple"}],
+        "tags": [
+            {"value": "abc", "type": "simple", "color": "#FFFFFF"},
+            {"value": "new1", "type": "simple", "color": "#FFFFFF"},
+        ],
     }
     assert answered == expected
     assert await ok(await client.get(TAGS, headers=ADMIN)) == expected

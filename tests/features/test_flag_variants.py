@@ -247,3 +247,29 @@ async def test_variants_batch_is_all_or_nothing(
         headers=ADMIN,
     )
     await error(resp, 404, "NotFoundError")
+
+
+async def test_variants_are_stored_by_name_and_the_flag_shows_them_merged(
+    client: Client, flag: None
+) -> None:
+    """As Unleash 6.10.1: an environment's variants are stored (and weighed by SDKs) by name,
+    the remainder of the weights going to the first ones sent; the flag's GET shows the
+    deprecated flag-level `variants` beside them, each name once, in its first place, with the
+    last environment's variant; the project's list shows none."""
+    sent = [{"name": n, "weightType": "variable", "weight": 0} for n in ("yellow", "blue", "red")]
+    answered = await ok(await client.put(PROD, json=sent, headers=ADMIN))
+    assert [(v["name"], v["weight"]) for v in answered["variants"]] == [
+        ("blue", 333),
+        ("red", 333),
+        ("yellow", 334),
+    ]
+    await ok(await client.put(DEV, json=[GREEN | {"name": "red"}, GREEN], headers=ADMIN))
+    found = await ok(await client.get(f"{FEATURES}/f", headers=ADMIN))
+    assert [(v["name"], v["weight"]) for v in found["variants"]] == [
+        ("green", 500),
+        ("red", 333),
+        ("blue", 333),
+        ("yellow", 334),
+    ]
+    listed = await ok(await client.get(FEATURES, headers=ADMIN))
+    assert [f.get("variants") for f in listed["features"]] == [[]]

@@ -134,6 +134,12 @@ async def test_the_strategies_that_use_a_segment(client: Client) -> None:
     }
     await error(await client.delete(f"{SEGMENTS}/{beta}", headers=ADMIN), 409, "ConflictError")
     assert len((await used_by(client, other))["strategies"]) == 6
+    # The list counts the active flags that use a segment and their projects, as Unleash's.
+    listed = (await ok(await client.get(SEGMENTS, headers=ADMIN)))["segments"]
+    assert {s["name"]: (s["usedInFeatures"], s["usedInProjects"]) for s in listed} == {
+        "beta-users": (2, 1),
+        "other": (3, 1),
+    }
 
     # An archived flag's strategies change once it is revived.
     revive = await client.post(

@@ -46,7 +46,8 @@ async def test_segment_lifecycle(client: Client, app: web.Application) -> None:
         "project": None,
     }
     assert await (await client.get(f"{SEGMENTS}/1", headers=ADMIN)).json() == created
-    assert await (await client.get(SEGMENTS, headers=ADMIN)).json() == {"segments": [created]}
+    listed = {"segments": [created | {"usedInFeatures": 0, "usedInProjects": 0}]}
+    assert await (await client.get(SEGMENTS, headers=ADMIN)).json() == listed
     await error(await client.post(SEGMENTS, json=BETA, headers=ADMIN), 409, "NameExistsError")
 
     changed: dict[str, Any] = BETA | {"description": None, "constraints": []}

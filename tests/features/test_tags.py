@@ -26,10 +26,16 @@ async def test_tag_lifecycle(client: Client, app: web.Application) -> None:
     listed = await (await client.get(TAGS, headers=ADMIN)).json()
     assert listed == {
         "version": 1,
-        "tags": [{"value": "ab", "type": "simple"}, {"value": "team-a", "type": "simple"}],
+        "tags": [
+            {"value": "ab", "type": "simple", "color": "#FFFFFF"},  # the type's colour
+            {"value": "team-a", "type": "simple", "color": "#FFFFFF"},
+        ],
     }
     feature = await (await client.get(f"{FEATURES}/f", headers=ADMIN)).json()
-    assert feature["tags"] == listed["tags"]
+    assert feature["tags"] == [
+        {"value": "ab", "type": "simple"},
+        {"value": "team-a", "type": "simple"},
+    ]
     resp = await client.post(TAGS, json={"value": "team-a"}, headers=ADMIN)
     await error(resp, 409, "ConflictError")
     assert (await client.delete(f"{TAGS}/simple/team-a", headers=ADMIN)).status == 200
@@ -81,7 +87,8 @@ async def test_a_projects_flags_are_tagged_in_bulk_all_or_nothing(
     assert resp.status == 200
     for name in ("a", "b"):
         listed = await (await client.get(f"/api/admin/features/{name}/tags", headers=ADMIN)).json()
-        assert listed == {"version": 1, "tags": [{"value": "team-x", "type": "simple"}]}
+        team_x = {"value": "team-x", "type": "simple", "color": "#FFFFFF"}
+        assert listed == {"version": 1, "tags": [team_x]}
     assert [await event_count(app, t) for t in ("FeatureTagged", "FeatureUntagged")] == [3, 1]
     elsewhere = await client.put(
         "/api/admin/projects/other/tags", json={"features": ["a"], "tags": change}, headers=ADMIN

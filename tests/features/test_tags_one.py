@@ -63,7 +63,8 @@ async def test_one_tag_is_read_and_deleted_off_every_flag(
     listed = await ok(await client.get(TAGS, headers=ADMIN))
     assert {"type": "simple", "value": "beta"} not in listed["tags"]
     assert {"type": "simple", "value": "keep"} in listed["tags"]
-    for flag, left in (("a", []), ("b", [{"type": "simple", "value": "keep"}]), ("c", [])):
+    keep = {"type": "simple", "value": "keep", "color": "#FFFFFF"}  # the type's colour
+    for flag, left in (("a", []), ("b", [keep]), ("c", [])):
         tags = await ok(await client.get(f"/api/admin/features/{flag}/tags", headers=ADMIN))
         assert tags["tags"] == left
     # In the event log: each flag's untagging, then the tag's deletion, as Unleash names it.

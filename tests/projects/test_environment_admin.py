@@ -146,6 +146,16 @@ async def test_project_environments(client: Client) -> None:
         (0, 1),
         (1, 0),
     ]
+    # An archived flag keeps its switches, and Unleash counts them too.
+    await flag(client, "archived-on")
+    switch = "/api/admin/projects/default/features/archived-on/environments/production/on"
+    await ok(await client.post(switch, headers=ADMIN))
+    archive = await client.delete("/api/admin/projects/default/features/archived-on", headers=ADMIN)
+    assert archive.status == 202
+    every = await ok(await client.get(ENVIRONMENTS, headers=ADMIN))
+    assert [e["enabledToggleCount"] for e in every["environments"]] == [1, 1]
+    body = await ok(await client.get(f"{ENVIRONMENTS}/project/default", headers=ADMIN))
+    assert [e["projectEnabledToggleCount"] for e in body["environments"]] == [1, 1]
     # A project that does not exist has every environment, none of them visible (as Unleash).
     nowhere = await ok(await client.get(f"{ENVIRONMENTS}/project/nope", headers=ADMIN))
     assert [(e["visible"], e["projectEnabledToggleCount"]) for e in nowhere["environments"]] == [
@@ -174,3 +184,27 @@ async def test_update_an_environment(client: Client, app: web.Application) -> No
     assert await event_count(app, "EnvironmentUpdated") == 1
     async with app[POOL].acquire() as conn:
         assert (await verify(conn)).ok
+
+
+async def test_only_the_default_environment_is_protected_and_keeps_its_type(
+    client: Client, app: web.Application
+) -> None:
+    """As in Unleash, whose own `default` environment (which an import from it brings) is its
+    only protected one: its type never changes there; its order may."""
+    body = {"name": "default", "type": "production"}
+    made = await ok(await client.post(ENVIRONMENTS, json=body, headers=ADMIN), 201)
+    assert made["protected"] is True
+    assert {e["name"]: e["protected"] for e in await listed(client)} == {
+        "default": True,
+        "development": False,
+        "production": False,
+    }
+    update = f"{ENVIRONMENTS}/update/default"
+    refused = await client.put(update, json={"type": "test"}, headers=ADMIN)
+    message = await error(refused, 403, "InvalidOperationError")
+    assert message == "Environment default is protected: its type stays production"
+    moved = await ok(
+        await client.put(update, json={"type": "production", "sortOrder": 9}, headers=ADMIN)
+    )
+    assert (moved["sortOrder"], moved["protected"]) == (9, True)
+    assert await event_count(app, "EnvironmentUpdated") == 1

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from projections.verify import verify
 from service.appkeys import POOL
-from tests.factories import ADMIN, ISO, create, error
+from tests.factories import ADMIN, ISO, create, error, ok
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -56,10 +56,29 @@ async def test_a_new_install_has_the_default_project(client: Client) -> None:
             }
         ],
     }
+    # Unleash's deprecated overview of one project: the overview's fields and its flags.
+    await ok(await client.post(f"{PROJECTS}/default/features", json={"name": "f"}, headers=ADMIN))
     detail = await (await client.get(f"{PROJECTS}/default", headers=ADMIN)).json()
-    assert detail["environments"] == [
-        {"environment": "development", "type": "development", "sortOrder": 2},
-        {"environment": "production", "type": "production", "sortOrder": 3},
+    assert detail["environments"] == [{"environment": "development"}, {"environment": "production"}]
+    assert {
+        k: detail[k] for k in ("name", "health", "defaultStickiness", "members", "version")
+    } == {
+        "name": "Default",
+        "health": 100,
+        "defaultStickiness": "default",
+        "members": 0,
+        "version": 1,
+    }
+    (flag,) = detail["features"]
+    assert (flag["name"], flag["type"], flag["stale"]) == ("f", "release", False)
+    assert "tags" not in flag  # only a flag with tags lists them, as Unleash
+    tag = {"type": "simple", "value": "team"}
+    await ok(await client.post("/api/admin/features/f/tags", json=tag, headers=ADMIN), 201)
+    tagged = await ok(await client.get(f"{PROJECTS}/default", headers=ADMIN))
+    assert tagged["features"][0]["tags"] == [tag]
+    assert [(e["name"], e["enabled"], e["hasStrategies"]) for e in flag["environments"]] == [
+        ("development", False, False),
+        ("production", False, False),
     ]
     envs = await (await client.get("/api/admin/environments", headers=ADMIN)).json()
     assert envs == {
@@ -90,7 +109,12 @@ async def test_create_project(client: Client) -> None:
             {"environment": "production", "type": "production", "sortOrder": 3},
         ],
     }
-    assert await (await client.get(f"{PROJECTS}/web", headers=ADMIN)).json() == body
+    shown = await ok(await client.get(f"{PROJECTS}/web", headers=ADMIN))
+    assert (shown["name"], shown["createdAt"], shown["features"]) == (
+        "Web shop",
+        body["createdAt"],
+        [],
+    )
     message = await error(
         await client.post(PROJECTS, json={"id": "web", "name": "Again"}, headers=ADMIN),
         409,

@@ -49,8 +49,9 @@ kind, as data):
    flagstore keeps only hashes and shows a masked hint, Unleash shows the secret. Tokens that
    share name, type, environment and projects are numbered (`#2`) in the order listed. A
    side's `skip_token_ids` (proof.py: the new server's own admin token) are left out.
-6. A project overview's `stats` (activity in the last 30 days) and `onboardingStatus.feature`
-   (the first flag created) are dropped: an import or a seed makes its own history, in its
+6. A project overview's `stats` (activity in the last 30 days; the deprecated `GET
+   /api/admin/projects/:p`'s too) and `onboardingStatus.feature` (the first flag created)
+   are dropped: an import or a seed makes its own history, in its
    own order.
 7. With `--prefix` (two servers seeded independently, one of them shared), only entities
    whose name starts with the prefix are compared, besides the built-in ones (the default
@@ -60,6 +61,26 @@ kind, as data):
 8. `GET /api/client/features`: the answer's `version`, `query` and `meta` (revision ids)
    are dropped; the features keyed by name, the segments by name. A client token a server
    refuses makes its status the answer compared (and no SDK is asked).
+9. Where the two servers' rules differ by design (docs/behavior.md), not by a defect:
+   - a flag's `lifecycle` is dropped: flagstore derives the stage from the flag's switches
+     ("A flag's lifecycle"), Unleash 6.10.1 from the metrics SDKs report, which an import
+     does not carry (metrics history is not carried over: docs/migrating.md), so an imported
+     flag that is switched on is `pre-live` or `live` here and `initial` there until an SDK
+     reports it;
+   - a segment's strategies (`GET /api/admin/segments/:id/strategies`) leave out those of
+     archived flags, on each side by its own archive: flagstore lists them since they keep the
+     segment from being deleted ("Segment names and usage"), Unleash leaves them out;
+   - a flag's deprecated flag-level `variants` are compared by their names: Unleash 6.10.1
+     merges every environment's variants over the rows of a view read in no fixed order, a
+     later row's variant of a name replacing an earlier one's, so which environment's variant
+     it shows, and in which order, is PostgreSQL's row order (the environments' variants,
+     compared in full, are what SDKs and the UI read); flagstore merges them in display order;
+   - a project's `health` and `updatedAt` (projects, project, project overview) are dropped:
+     Unleash stores the health, and sets `updatedAt`, by a job that runs about every hour
+     (its project health service), so a freshly seeded reference shows 100 and its own time;
+     flagstore computes the health when read;
+   - the creation time of what each server makes at its installation (the `default` project,
+     the built-in context fields) is that install's, not carried: dropped.
 """
 
 from __future__ import annotations
@@ -417,7 +438,12 @@ async def collect(r: Reader, scope: Scope) -> Collected:
     if segments is not None:
         ids = {name: i for i, name in got.segment_ids.items()}
         usage = {name: r.entity(f"/api/admin/segments/{ids[name]}/strategies") for name in segments}
-        got.kinds["segment strategies"] = await _gather(usage)
+        archived = set(got.kinds.get("archived") or {})
+        got.kinds["segment strategies"] = {
+            name: _active_strategies(body, archived)
+            for name, body in (await _gather(usage)).items()
+        }
+    _install_times(got)
     for environment, token in r.side.client_tokens.items():
         status, body = await r.answer(
             "/api/client/features", token=token, headers={"Unleash-Client-Spec": CLIENT_SPEC}
@@ -429,6 +455,31 @@ async def collect(r: Reader, scope: Scope) -> Collected:
         else:  # the token does not work here: that is the answer compared
             got.kinds[kind] = {"(the answer)": Reader._body(status, body)}
     return got
+
+
+# What each server makes at its installation: its creation time is the install's (rule 9).
+INSTALLED = {
+    "projects": frozenset({"default"}),
+    "project": frozenset({"default"}),
+    "project overview": frozenset({"default"}),
+    "context fields": BUILT_IN_CONTEXT,
+}
+
+
+def _install_times(got: Collected) -> None:
+    for kind, keys in INSTALLED.items():
+        for key in keys:
+            entity = (got.kinds.get(kind) or {}).get(key)
+            if isinstance(entity, dict):
+                entity.pop("createdAt", None)
+
+
+def _active_strategies(body: Any, archived: set[str]) -> Any:
+    """A segment's strategies without those of archived flags (rule 9)."""
+    if isinstance(body, dict) and isinstance(body.get("strategies"), list):
+        kept = [s for s in body["strategies"] if s.get("featureName") not in archived]
+        return {**body, "strategies": kept}
+    return body
 
 
 def _client(body: dict[str, Any], scope: Scope) -> Entities:

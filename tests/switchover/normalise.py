@@ -55,7 +55,9 @@ class Rules:
       (or shows from another answer compared here): not compared when one side lacks them;
     - `aggregates`: counts over the whole server, dropped when the comparison is scoped to a
       prefix (a shared server holds others' entities too);
-    - `defaults`: a field one side leaves out that means the value given here.
+    - `defaults`: a field one side leaves out that means the value given here;
+    - `names_only`: lists compared by their items' names alone, sorted (their content and
+      order depend on one server's row order: compare.py, rule 9).
     """
 
     drop: frozenset[str] = frozenset()
@@ -65,6 +67,7 @@ class Rules:
     one_sided: frozenset[str] = frozenset()
     aggregates: frozenset[str] = frozenset()
     defaults: dict[str, Any] = field(default_factory=dict)
+    names_only: frozenset[str] = frozenset()
 
 
 def _paths(*paths: str) -> frozenset[str]:
@@ -109,6 +112,10 @@ def _merge(*parts: dict[str, Any], **more: Any) -> Rules:
 
 
 ENV_STRATEGY = "environments.*.strategies.[]"
+# Unleash 6.10.1 stores a project's health, and sets its updatedAt, by a job that runs every
+# hour or so (projectHealthService.setHealthRating); flagstore computes health when read
+# (compare.py, rule 9).
+PROJECT_JOB = _paths("health", "updatedAt")
 PROJECT_AGGREGATES = _paths(
     "featureCount",
     "memberCount",
@@ -124,10 +131,15 @@ PROJECT_AGGREGATES = _paths(
     "features",
 )
 RULES: dict[str, Rules] = {
-    "projects": Rules(aggregates=PROJECT_AGGREGATES, one_sided=_paths("favorite")),
+    "projects": Rules(
+        aggregates=PROJECT_AGGREGATES, one_sided=_paths("favorite"), drop=PROJECT_JOB
+    ),
     "project": Rules(
+        # stats: what happened in the last 30 days, as the overview's (rule 6).
+        drop=PROJECT_JOB | _paths("stats"),
         aggregates=PROJECT_AGGREGATES,
         keyed={"environments": "environment", "features": "name"},
+        unordered=_paths("features.*.tags"),
         one_sided=_paths("id", "archivedAt", "environments.*.type", "environments.*.sortOrder"),
     ),
     "project overview": Rules(
@@ -136,7 +148,7 @@ RULES: dict[str, Rules] = {
         unordered=_paths("featureTypeCounts"),
         # What happened on the server in the last 30 days, and which flag was created first:
         # an import or a seed makes its own history, in its own order.
-        drop=_paths("stats", "onboardingStatus.feature"),
+        drop=_paths("stats", "onboardingStatus.feature") | PROJECT_JOB,
     ),
     "project environments": Rules(
         keyed={"environments": "name"},
@@ -192,8 +204,10 @@ RULES: dict[str, Rules] = {
         _strategy(ENV_STRATEGY),
         {
             "keyed": {"environments": "name"},
-            "drop": _paths("createdBy.id", "collaborators.users.[].id", "links.[].id"),
+            # lifecycle: derived by other rules on each side (compare.py, rule 9).
+            "drop": _paths("createdBy.id", "collaborators.users.[].id", "links.[].id", "lifecycle"),
             "unordered": _paths("tags", "dependencies", "children", "collaborators.users"),
+            "names_only": _paths("variants"),
         },
         one_sided=_paths(
             "enabled",
@@ -300,6 +314,8 @@ def _item(item: Any, rules: Rules, *, times: Times, scoped: bool, path: str) -> 
             for entry in item
             if isinstance(entry, dict)
         }
+    if path in rules.names_only and isinstance(item, list):
+        return sorted(str(x.get("name")) for x in item if isinstance(x, dict))
     made = normalise(item, rules, times=times, scoped=scoped, path=path)
     if path in rules.unique and isinstance(made, list):
         made = list({canonical(x): x for x in made}.values())

@@ -104,7 +104,9 @@ async def list_features(request: web.Request) -> web.Response:
             raise domain.project_missing(project_id)
         rows = await conn.fetch(queries.ACTIVE_FEATURES_IN_PROJECT, project_id)
         found = await queries.features(conn, rows)
-    return json_response(FeatureList(features=[Feature.from_rows(*f) for f in found]))
+    # Unleash's project list shows no flag-level variants (its flag's GET does).
+    listed = [msgspec.structs.replace(Feature.from_rows(*f), variants=[]) for f in found]
+    return json_response(FeatureList(features=listed))
 
 
 async def mark_stale(request: web.Request) -> web.Response:

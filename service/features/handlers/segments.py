@@ -39,8 +39,19 @@ def _segment_id(request: web.Request) -> int:
 
 async def list_segments(request: web.Request) -> web.Response:
     async with reading(request) as conn:
-        rows = await conn.fetch(queries.ALL_SEGMENTS)
-    return json_response(SegmentList(segments=[Segment.from_row(r) for r in rows]))
+        rows = await conn.fetch(queries.ALL_SEGMENTS_WITH_USAGE)
+    return json_response(
+        SegmentList(
+            segments=[
+                msgspec.structs.replace(
+                    Segment.from_row(r),
+                    used_in_features=r["used_in_features"],
+                    used_in_projects=r["used_in_projects"],
+                )
+                for r in rows
+            ]
+        )
+    )
 
 
 async def get_segment(request: web.Request) -> web.Response:
