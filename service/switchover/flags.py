@@ -268,12 +268,13 @@ def made_by_metadata(ctx: Context, creator: flag_source.Creator | None) -> Metad
         )
     if creator.id == SYSTEM_USER:
         return msgspec.structs.replace(ctx.metadata, actor_name=name)
-    ours = ctx.ids.get("user", {}).get(creator.id)
-    if ours is None:
-        return ctx.metadata
-    return msgspec.structs.replace(
-        ctx.metadata, actor_kind="user", actor_id=f"user:{ours}", actor_name=name
-    )
+    for kind, actor in (("user", "user"), ("service account", "service-account")):
+        ours = ctx.ids.get(kind, {}).get(creator.id)
+        if ours is not None:
+            return msgspec.structs.replace(
+                ctx.metadata, actor_kind=actor, actor_id=f"{actor}:{ours}", actor_name=name
+            )
+    return ctx.metadata
 
 
 async def _append(  # noqa: PLR0913, PLR0917 - what the decisions made, and by whom

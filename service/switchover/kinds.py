@@ -2,10 +2,10 @@
 (a flag to its project, tag types, segments, strategy definitions; a token to its environment
 and projects) is written before it.
 
-People come after the flags: nothing before them refers to a person, and a conflict over a
-person (which stops a real run at its kind) then holds back no flag. API tokens come last:
-a token makes this service answer the SDKs that hold it, which it should do only once the
-flags they ask for are here."""
+People come before the flags: a flag's events name the person who made or last changed it at
+the source as their actor (its `createdBy` and collaborators), which needs that person here.
+API tokens come last: a token makes this service answer the SDKs that hold it, which it should
+do only once the flags they ask for are here."""
 
 from __future__ import annotations
 
@@ -42,8 +42,8 @@ def all_kinds(public_url: str = DEFAULT_PUBLIC_URL, *, renew_links: bool = False
         Segments(),
         DefaultStrategies(projects),
         TagTypes(),
-        Flags(),
         Users(public_url, renew_links=renew_links),
         ServiceAccounts(),
+        Flags(),
         ApiTokens(),
     ]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from service.switchover import kinds
-from tests.factories import ADMIN, FEATURES, create, ok
+from tests.factories import ADMIN, FEATURES, create, make_account, ok
 
 if TYPE_CHECKING:
     from aiohttp.test_utils import TestClient
@@ -70,3 +70,23 @@ async def test_the_creator_and_an_archived_flag_s_switches_are_carried(
         "SELECT DISTINCT metadata->>'source' AS source FROM events WHERE stream_key = 'made'"
     )
     assert [r["source"] for r in sources] == ["import"]
+
+
+async def test_a_flag_a_person_made_names_the_imported_person(
+    source: Source, target: Target
+) -> None:
+    """People are imported before flags, so a flag made by a person at the source shows that
+    person here (our id for them), under the name the source gives."""
+    made = await make_account(source.client.app, role=2, username="dora")
+    resp = await source.client.post(
+        FEATURES, json={"name": "doras"}, headers={"Authorization": made.secret}
+    )
+    await ok(resp, 200, 201)
+    report = await target.run(source, only=kinds.all_kinds())
+    assert not any(o.problems for o in report.outcomes), report
+    users = await ok(await target.client.get("/api/admin/user-admin", headers=ADMIN))
+    (dora,) = [u for u in users["users"] if u["username"] == "dora"]
+    here = await ok(await target.client.get(f"{FEATURES}/doras", headers=ADMIN))
+    assert here["createdBy"]["id"] == dora["id"]
+    assert here["createdBy"]["name"] == "dora"
+    assert [u["id"] for u in here["collaborators"]["users"]] == [dora["id"]]
