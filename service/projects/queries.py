@@ -53,12 +53,14 @@ SELECT e.name, e.type, e.sort_order, e.enabled, 0::bigint AS project_count FROM 
 WHERE e.name = $1
 """
 # Every environment as a project's settings show it ($1 the project, which need not exist, as
-# in Unleash): the project's API tokens for it, its flags switched on there, and whether the
-# project has it (`visible`).
+# in Unleash): the API tokens for it that reach the project (its own and those of every
+# project, as Unleash counts them), its flags switched on there, and whether the project has it
+# (`visible`).
 PROJECT_ENVIRONMENTS_FOR_UI = """
 SELECT e.name, e.type, e.sort_order, e.enabled,
        (SELECT count(*) FROM api_tokens t
-        WHERE t.environment = e.name AND $1 = ANY(t.projects)) AS project_api_token_count,
+        WHERE t.environment = e.name AND ($1 = ANY(t.projects) OR '*' = ANY(t.projects)))
+           AS project_api_token_count,
        (SELECT count(*) FROM feature_environments fe JOIN features f ON f.name = fe.feature_name
         WHERE fe.environment = e.name AND fe.enabled AND f.project = $1)
            AS project_enabled_toggle_count,

@@ -118,6 +118,7 @@ async def test_project_environments(client: Client) -> None:
     switch = "/api/admin/projects/default/features/on-here/environments/development/on"
     await ok(await client.post(switch, headers=ADMIN))
     await api_token(client, environment="production", projects=["default"])
+    await api_token(client, environment="development", projects=["*"])  # every project's
     body = await ok(await client.get(f"{ENVIRONMENTS}/project/default", headers=ADMIN))
     common = {"enabled": True, "protected": False, "requiredApprovals": None, "visible": True}
     assert body == {
@@ -128,7 +129,7 @@ async def test_project_environments(client: Client) -> None:
                 "type": "development",
                 "sortOrder": 2,
                 **common,
-                "projectApiTokenCount": 0,
+                "projectApiTokenCount": 1,
                 "projectEnabledToggleCount": 1,
             },
             {
@@ -143,7 +144,7 @@ async def test_project_environments(client: Client) -> None:
     }
     every = await ok(await client.get(ENVIRONMENTS, headers=ADMIN))
     assert [(e["apiTokenCount"], e["enabledToggleCount"]) for e in every["environments"]] == [
-        (0, 1),
+        (1, 1),
         (1, 0),
     ]
     # An archived flag keeps its switches, and Unleash counts them too.
