@@ -22,6 +22,9 @@ SUPPORTED_MAJOR: Final = 6
 CONCURRENCY: Final = 8  # requests in flight to the source at once: enough to hide latency,
 # few enough that a production Unleash hardly notices the import
 TIMEOUT: Final = aiohttp.ClientTimeout(total=120, connect=10)
+# The first request, once: a server that accepts connections and never answers (or answers
+# slowly) is named within seconds rather than after every read's attempts.
+CHECK_TIMEOUT: Final = aiohttp.ClientTimeout(total=15, connect=10)
 ATTEMPTS: Final = 3  # of a read that failed on the network or with a 5xx
 _VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)")
 
@@ -88,7 +91,10 @@ class Unleash:
     async def check(self) -> None:
         """Reachable, the token accepted, a supported version, and an admin's rights (the users
         list is an admin's alone); each refusal a SourceError with exit code 2."""
-        config = await self.get("/api/admin/ui-config", UiConfig)
+        try:
+            config = await self._call("GET", "/api/admin/ui-config", UiConfig, first=True)
+        except SourceError as exc:
+            raise _refusal(exc, self.url) from None
         self.version = config.versionInfo.current.oss or config.version
         self.enterprise = bool(config.versionInfo.current.enterprise)
         found = _VERSION.match(self.version)
@@ -100,12 +106,7 @@ class Unleash:
         try:
             await self.get("/api/admin/user-admin", dict[str, Any])
         except SourceError as exc:
-            if "403" in exc.message:
-                raise SourceError(
-                    f"the token has no admin rights at {self.url}: an admin API token or an "
-                    "Admin's personal access token is needed"
-                ) from None
-            raise
+            raise _refusal(exc, self.url) from None
 
     async def get(self, path: str, shape: type[T], params: dict[str, str] | None = None) -> T:
         """GET a path's JSON as `shape`; a network failure or a 5xx is tried again (ATTEMPTS)."""
@@ -116,7 +117,7 @@ class Unleash:
         its export)."""
         return await self._call("POST", path, shape, body=body)
 
-    async def _call(
+    async def _call(  # noqa: PLR0913 - a request's parts
         self,
         method: str,
         path: str,
@@ -124,10 +125,13 @@ class Unleash:
         *,
         params: dict[str, str] | None = None,
         body: object = None,
+        first: bool = False,
     ) -> T:
+        """`first`: the run's first request, tried once within CHECK_TIMEOUT."""
         assert self._session is not None, "use Unleash inside `async with`"
         where = f"{method} {self.url}{path}"
-        for attempt in range(1, ATTEMPTS + 1):
+        attempts = 1 if first else ATTEMPTS
+        for attempt in range(1, attempts + 1):
             async with self._slots:
                 self.requests += 1
                 try:
@@ -137,18 +141,19 @@ class Unleash:
                         params=params,
                         json=body if method == "POST" else None,
                         allow_redirects=False,
+                        timeout=CHECK_TIMEOUT if first else TIMEOUT,
                     ) as response:
                         status = response.status
                         raw = await response.read()
                 except (aiohttp.ClientConnectionError, TimeoutError) as exc:
-                    if attempt == ATTEMPTS:
+                    if attempt == attempts:
                         why = f"{type(exc).__name__} {exc}".strip()
                         raise SourceError(f"cannot reach Unleash at {self.url}: {why}") from None
                     await asyncio.sleep(0.2 * attempt)
                     continue
                 except aiohttp.InvalidURL:
                     raise SourceError(f"not a URL: {self.url}") from None
-            if status >= 500 and attempt < ATTEMPTS:
+            if status >= 500 and attempt < attempts:
                 await asyncio.sleep(0.2 * attempt)
                 continue
             break
@@ -166,3 +171,16 @@ class Unleash:
             raise SourceError(
                 f"{where} answered what this importer cannot read: {exc}", exit_code=1
             ) from None
+
+
+def _refusal(exc: SourceError, url: str) -> SourceError:
+    """A check's failure as the command says it: a token without an admin's rights (403), a
+    server that does not answer Unleash's admin API (404), or the failure as it was."""
+    if exc.status == 403:
+        return SourceError(
+            f"the token has no admin rights at {url}: an admin API token or an Admin's "
+            "personal access token is needed"
+        )
+    if exc.status == 404:
+        return SourceError(f"{url} does not answer Unleash's admin API: {exc.message}")
+    return exc

@@ -5,14 +5,17 @@ nothing, progress as JSON lines, and the command's exit codes."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import os
 from typing import TYPE_CHECKING, Any
 
+import aiohttp
 import pytest
 from aiohttp import web
 
+from service.switchover import source as source_module
 from service.switchover.source import SourceError
 from service.switchover.tag_types import TagTypes
 from tests.factories import ADMIN, ok
@@ -228,3 +231,53 @@ async def test_the_command_exits_2_for_an_unreachable_source(target: Target) -> 
     assert "cannot reach Unleash at http://127.0.0.1:9" in done.stderr
     assert "nothing was written" in done.stderr
     assert await target.events() == before
+
+
+async def test_a_client_token_is_told_it_has_no_admin_rights(
+    source: Source, target: Target
+) -> None:
+    """Unleash answers its UI config 403 to a client token: the check says why."""
+    made = await ok(
+        await source.client.post(
+            "/api/admin/api-tokens",
+            json={"tokenName": "sdk", "type": "client", "environment": "development"},
+            headers=ADMIN,
+        ),
+        201,
+    )
+    with pytest.raises(SourceError) as refused:
+        await target.run(source, only=[TagTypes()], token=made["secret"])
+    assert "has no admin rights" in refused.value.message
+    assert refused.value.exit_code == 2
+
+
+async def test_a_server_that_never_answers_is_named_within_the_check_s_time(
+    aiohttp_server: AiohttpServer, source: Source, target: Target, monkeypatch: Any
+) -> None:
+    """One attempt within CHECK_TIMEOUT (shortened here), not every read's retries."""
+    asleep = asyncio.Event()
+
+    async def silent(_request: web.Request) -> web.Response:
+        asleep.set()
+        await asyncio.sleep(3600)
+        return web.json_response({})
+
+    app = web.Application()
+    app.router.add_get("/api/admin/ui-config", silent)
+    fake = await served(aiohttp_server, app, source)
+    monkeypatch.setattr(source_module, "CHECK_TIMEOUT", aiohttp.ClientTimeout(total=0.5))
+    with pytest.raises(SourceError) as refused:
+        await target.run(fake, only=[TagTypes()])
+    assert asleep.is_set()
+    assert "cannot reach Unleash" in refused.value.message
+    assert refused.value.exit_code == 2
+
+
+async def test_a_server_that_is_not_unleash_is_told_so(
+    aiohttp_server: AiohttpServer, source: Source, target: Target
+) -> None:
+    fake = await served(aiohttp_server, web.Application(), source)
+    with pytest.raises(SourceError) as refused:
+        await target.run(fake, only=[TagTypes()])
+    assert "does not answer Unleash's admin API" in refused.value.message
+    assert refused.value.exit_code == 2
