@@ -286,11 +286,21 @@ def differences(want: FlagState, ours: FlagState) -> list[str]:
         b = ours.environments.get(env, empty)
         if a.enabled is not None and a.enabled != b.enabled:
             found.append(f"switch in {env}")
-        if _strategy_map(a) != _strategy_map(b):
+        if _strategy_map(a) != _strategy_map(b) and _contents(a) != _contents(b):
             found.append(f"strategies in {env}")
         if a.variants != b.variants:
             found.append(f"variants in {env}")
     return found
+
+
+def _contents(state: EnvState) -> list[StrategyData]:
+    """The strategies in order without their ids: what another way in (an export file, whose
+    import makes new ids as Unleash's does) brought with the same content is the same."""
+    ordered = sorted(state.strategies, key=lambda s: s.data.sort_order)
+    return [
+        msgspec.structs.replace(s.data, id="", sort_order=i, segments=sorted(s.data.segments))
+        for i, s in enumerate(ordered)
+    ]
 
 
 def _strategy_map(state: EnvState) -> dict[str, StrategyData]:

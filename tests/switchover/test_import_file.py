@@ -8,6 +8,7 @@ import json
 import os
 from typing import TYPE_CHECKING
 
+from service.switchover import kinds
 from tests.factories import ADMIN, flag, ok
 from tests.harness import run_cli
 
@@ -96,3 +97,31 @@ async def test_what_is_no_export_file_exits_2(target: Target, tmp_path: Path) ->
     missing = imported(target, tmp_path / "absent.json")
     assert missing.returncode == 2
     assert "cannot read" in missing.stderr
+
+
+async def test_a_url_run_after_a_file_finds_the_same_flags_the_same(
+    source: Source, target: Target, tmp_path: Path
+) -> None:
+    """The file's import makes new strategy ids (as Unleash's does): a run from the source
+    the file came from finds the same content, no conflict, and writes nothing to them."""
+    await flag(source.client, "file-then-url")
+    strategies = (
+        "/api/admin/projects/default/features/file-then-url/environments/development/strategies"
+    )
+    for body in (
+        {"name": "flexibleRollout", "parameters": {"rollout": "25", "stickiness": "default"}},
+        {"name": "default", "constraints": []},
+    ):
+        await ok(await source.client.post(strategies, json=body, headers=ADMIN))
+    path = tmp_path / "export.json"
+    await exported(source, path)
+    done = imported(target, path)
+    assert done.returncode == 0, done.stderr
+    ours = await ok(await target.client.get(strategies, headers=ADMIN))
+    theirs = await ok(await source.client.get(strategies, headers=ADMIN))
+    assert {s["id"] for s in ours}.isdisjoint({s["id"] for s in theirs})
+    report = await target.run(source, only=[k for k in kinds.all_kinds() if k.name == "flags"])
+    (flags,) = report.outcomes
+    assert flags.conflicts == []
+    assert "file-then-url" not in flags.updated
+    assert await ok(await target.client.get(strategies, headers=ADMIN)) == ours
