@@ -136,18 +136,20 @@ async def run(  # noqa: PLR0913 - the command line's choices
         metadata=metadata_for(source.origin),
         now=datetime.now(UTC),
     )
-    data = [await kind.read(ctx) for kind in kinds]
     with _long_lived():
+        data = [await kind.read(ctx) for kind in kinds]
+        gc.freeze()
         return await _written(ctx, kinds, data, work, conn, dry_run=dry_run)
 
 
 @contextlib.contextmanager
 def _long_lived() -> Iterator[None]:
-    """The writes with what was read frozen out of the cyclic collector and its youngest
-    generation collected less often: a large source's read objects and the events and
-    projection writes a kind builds live until its commit, and the collector's passes over
-    them took about 30 s of a first run of the 10,000 flags and users of docs/benchmarks.md
-    ("import-unleash"). Both are as they were after."""
+    """A run with the cyclic collector's youngest generation collected less often, and what
+    exists when it starts (and, `gc.freeze()` again, what was read) kept out of its passes: a
+    large source's read objects and the events and projection writes a kind builds live until
+    the run ends or the kind commits, and the collector's passes over them took about 30 s of
+    a first run of the 10,000 flags and users of docs/benchmarks.md ("import-unleash"). Both
+    are as they were after."""
     threshold = gc.get_threshold()
     gc.freeze()
     gc.set_threshold(GC_YOUNG, *threshold[1:])
