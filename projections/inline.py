@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 from projections import writes
@@ -12,6 +13,15 @@ if TYPE_CHECKING:
 
     from eventlog.codec import RecordedEvent
     from eventlog.connections import Conn
+    from eventlog.events.base import Event
+    from projections.base import Projection
+
+
+@functools.cache
+def _inline(event_type: type[Event]) -> tuple[Projection, ...]:
+    """`reading(event_type, INLINE)`, cached by the type alone: a cache keyed by INLINE too
+    hashes each of its projections at every event."""
+    return reading(event_type, INLINE)
 
 
 async def apply_inline(conn: Conn, records: Sequence[RecordedEvent]) -> None:
@@ -21,7 +31,7 @@ async def apply_inline(conn: Conn, records: Sequence[RecordedEvent]) -> None:
         [
             w
             for record in records
-            for projection in reading(type(record.event), INLINE)
+            for projection in _inline(type(record.event))
             for w in projection.writes(record)
         ],
     )

@@ -8,12 +8,18 @@ included, in as few answers as Unleash 6.10.1 gives them (docs/migrating.md, "Wh
   (with their segments), environment variants, tags and dependencies of every active flag,
   and of the archived ones by name. Its `enabled` is not read: Unleash's open-source edition
   answers the environment's own switch there, not the flag's;
-- what neither gives, flag by flag, 8 in flight: a strategy's `sortOrder` (the export leaves
-  it out and lists a flag's strategies in the order they were added) is asked where the write
-  needs it (`GET .../environments/:env/strategies`: service/switchover/flags.py): not where
-  ours holds the same strategies and the source's event log (`GET /api/admin/search/events`)
-  shows no re-order or strategy update of that flag's environment since this source was first
-  imported; a flag's links,
+- a strategy's `sortOrder`, which the export leaves out (listing a flag's strategies in the
+  order they were added), from the source's event log (`GET /api/admin/search/events`: the
+  strategy add, update and re-order events of LOG_FLAGS flags a search, once a run), only
+  where the log proves it (StrategyLog.sort_orders): the strategy's latest add or update
+  names the same flag and environment and a sortOrder, the environment was never re-ordered
+  (a re-order's event names ids, no numbers), no two strategies there share a number, and the
+  search answered the flag's events whole. Never a guess: what the log does not prove is read
+  as below;
+- what neither gives, flag by flag, 8 in flight: a sortOrder the log does not prove (`GET
+  .../environments/:env/strategies`, where the write needs it: service/switchover/flags.py;
+  not where ours holds the same strategies and the same log shows no re-order or strategy
+  update of that flag's environment since this source was first imported); a flag's links,
   where the source keeps links (its `featureLinks` flag is not off) and its list leaves
   them out, and everything of a flag when the source has no export (`GET
   .../features/:name`).
@@ -25,7 +31,7 @@ asked again. Unleash's answers are decoded in lenient Structs of this module's o
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import msgspec
@@ -206,16 +212,6 @@ class Segments(msgspec.Struct, frozen=True):
     segments: list[Segment]
 
 
-class SourceEvent(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    feature_name: str | None = None
-    environment: str | None = None
-
-
-class EventPage(msgspec.Struct, frozen=True):
-    events: list[SourceEvent]
-    total: int = 0
-
-
 class UiFlags(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     feature_links: bool | None = None
 
@@ -266,6 +262,7 @@ class Flags(msgspec.Struct, kw_only=True):
     flags: list[Flag]
     environments: dict[str, list[str]]
     segments: dict[int, str]
+    log: StrategyLog | None = None  # None: not read (no export left an order out) or unanswered
 
 
 # --- reading -------------------------------------------------------------------------------
@@ -285,11 +282,12 @@ async def read_flags(ctx: Context) -> Flags:
     # Unleash 6.10.1 keeps links only with its `featureLinks` flag on; said off, there are none.
     links_kept = config.flags.feature_links is not False
     await _one_by_one(ctx, flags, links_kept=links_kept)
+    log = await _from_log(ctx, flags)
     segments: dict[int, str] = {}
     if any(s.segments for f in flags for e in f.environments.values() for s in e.strategies):
         found = await source.get("/api/admin/segments", Segments)
         segments = {s.id: s.name for s in found.segments}
-    return Flags(flags=flags, environments=environments, segments=segments)
+    return Flags(flags=flags, environments=environments, segments=segments, log=log)
 
 
 async def _project(source: Unleash, project: str) -> tuple[list[str], list[Flag]]:
@@ -545,38 +543,173 @@ async def _one(ctx: Context, flag: Flag) -> None:
     ctx.progress.advance()
 
 
-# What changes a strategy's sortOrder in Unleash without changing the strategies an export
-# gives: a re-order, and an update (whose body may carry a sortOrder).
+# --- the strategies' event log -----------------------------------------------------------
+
+# The events that give or change a strategy's sortOrder in Unleash: an add and an update carry
+# the strategy (its `sortOrder` too); a re-order names only the ids.
+LOG_EVENTS: Final = ("feature-strategy-add", "feature-strategy-update", "strategy-order-changed")
+REORDERED: Final = "strategy-order-changed"
+# What may have changed an order since a first import without changing the strategies.
 ORDER_EVENTS: Final = ("strategy-order-changed", "feature-strategy-update")
-EVENT_PAGE: Final = 1_000
-# The source's clock and ours may differ: its events are read from a day before ours say.
+LOG_FLAGS: Final = 100  # flags a search names at once (this service takes 100 values a filter)
+LOG_LIMIT: Final = 1_000  # Unleash's largest page: an answer under it holds every match
+# The source's clock and ours may differ: its events count from a day before ours say.
 CLOCK_MARGIN: Final = timedelta(days=1)
 
 
-async def moved(ctx: Context, since: datetime) -> set[tuple[str, str]] | None:
-    """The flags' environments (flag, environment) whose strategies' order the source may
-    have changed since `since` (when this source was first imported), from its event log
-    (`GET /api/admin/search/events`); None when the source answers no such search (every
-    order is then read)."""
-    day = (since - CLOCK_MARGIN).date().isoformat()
-    found: set[tuple[str, str]] = set()
-    offset = 0
-    while True:
-        params = {
-            "type": "IS_ANY_OF:" + ",".join(ORDER_EVENTS),
-            "from": f"IS:{day}",
-            "limit": str(EVENT_PAGE),
-            "offset": str(offset),
-        }
-        try:
-            page = await ctx.source.get("/api/admin/search/events", EventPage, params)
-        except SourceError:
+class LoggedEvent(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    id: int
+    type: str
+    created_at: datetime | None = None
+    feature_name: str | None = None
+    environment: str | None = None
+    data: Any = None
+
+
+class LogPage(msgspec.Struct, frozen=True):
+    events: list[LoggedEvent]
+
+
+class _Logged(NamedTuple):
+    event: int  # the event's id: the latest is the highest
+    flag: str | None
+    environment: str | None
+    sort_order: int | None  # None: the event's data has none
+
+
+class StrategyLog(msgspec.Struct, kw_only=True):
+    """What the source's event log says of the strategies of the flags asked about: each
+    strategy id's latest add or update, the flags' environments ever re-ordered, and when
+    each re-order or update was (for a later run: `moved`)."""
+
+    latest: dict[str, _Logged] = {}
+    reordered: set[tuple[str, str]] = set()
+    changes: list[tuple[str, str, datetime | None]] = []
+    unread: set[str] = set()  # flags whose events were not all read
+
+    def add(self, event: LoggedEvent) -> None:
+        flag, env = event.feature_name, event.environment
+        if flag is not None and env is not None:
+            if event.type == REORDERED:
+                self.reordered.add((flag, env))
+            if event.type in ORDER_EVENTS:
+                self.changes.append((flag, env, event.created_at))
+        data = event.data
+        if event.type == REORDERED or not isinstance(data, dict):
+            return
+        strategy = data.get("id")
+        if not isinstance(strategy, str):
+            return
+        order = data.get("sortOrder")
+        known = self.latest.get(strategy)
+        if known is None or known.event < event.id:
+            sort_order = order if isinstance(order, int) and not isinstance(order, bool) else None
+            self.latest[strategy] = _Logged(event.id, flag, env, sort_order)
+
+    def sort_orders(
+        self, flag: str, env: str, strategies: Sequence[SourceStrategy]
+    ) -> list[SourceStrategy] | None:
+        """The strategies with their sortOrder, in order, where the log proves it: the flag's
+        events all read, the environment never re-ordered, each strategy's latest event naming
+        it there with a sortOrder, no two the same (Unleash breaks a tie by creation time,
+        which the export does not give). None: the order is to be read."""
+        if flag in self.unread or (flag, env) in self.reordered:
             return None
-        found |= {
-            (e.feature_name, e.environment)
-            for e in page.events
-            if e.feature_name is not None and e.environment is not None
-        }
-        offset += len(page.events)
-        if not page.events or offset >= page.total:
-            return found
+        found = []
+        for strategy in strategies:
+            logged = self.latest.get(strategy.id)
+            if (
+                logged is None
+                or logged.sort_order is None
+                or (logged.flag, logged.environment)
+                != (
+                    flag,
+                    env,
+                )
+            ):
+                return None
+            found.append(msgspec.structs.replace(strategy, sort_order=logged.sort_order))
+        if len({s.sort_order for s in found}) != len(found):
+            return None
+        return _in_order(found)
+
+    def moved(self, since: datetime, flags: Sequence[Flag]) -> set[tuple[str, str]]:
+        """The flags' environments (flag, environment) whose strategies' order the source may
+        have changed since `since` (when this source was first imported): a re-order or an
+        update from the day before on (CLOCK_MARGIN), or at no known time, and every
+        environment of a flag whose events were not all read."""
+        day = (since - CLOCK_MARGIN).date()
+        cutoff = datetime(day.year, day.month, day.day, tzinfo=UTC)
+        found = {(f, e) for f, e, at in self.changes if at is None or at >= cutoff}
+        found |= {(f.name, env) for f in flags if f.name in self.unread for env in f.environments}
+        return found
+
+
+async def _from_log(ctx: Context, flags: list[Flag]) -> StrategyLog | None:
+    """The sortOrders the export left out, from the source's event log where it proves them
+    (StrategyLog.sort_orders); the log as read, for a later run's `moved`. An environment
+    an export gave no strategy has no order to read."""
+    for flag in flags:
+        for env in flag.environments.values():
+            if env.known and not env.strategies:
+                env.ordered = True
+    unordered = [f for f in flags if any(not e.ordered for e in f.environments.values())]
+    if not unordered:
+        return None
+    log = await read_log(ctx, unordered)
+    if log is None:
+        return None
+    for flag in unordered:
+        for name, env in flag.environments.items():
+            if env.ordered:
+                continue
+            found = log.sort_orders(flag.name, name, env.strategies)
+            if found is not None:
+                env.strategies, env.ordered = found, True
+    return log
+
+
+async def read_log(ctx: Context, flags: Sequence[Flag]) -> StrategyLog | None:
+    """The strategy events of `flags` (`GET /api/admin/search/events`, LOG_FLAGS flags a
+    search); None when the source answers no such search (every order is then read)."""
+    log = StrategyLog()
+    names = []
+    for flag in flags:
+        if "," in flag.name:  # a filter's values are comma-separated: not asked
+            log.unread.add(flag.name)
+        else:
+            names.append(flag.name)
+    batches = [names[i : i + LOG_FLAGS] for i in range(0, len(names), LOG_FLAGS)]
+    ctx.progress.phase("reading strategies' event log", len(batches))
+    try:
+        await asyncio.gather(*(_logged(ctx, log, batch) for batch in batches))
+    except SourceError:
+        ctx.progress.done()
+        return None
+    ctx.progress.done()
+    return log
+
+
+async def _logged(ctx: Context, log: StrategyLog, names: list[str], *, top: bool = True) -> None:
+    """One search of some flags' strategy events. A full page may leave events out (Unleash
+    pages by creation time alone, whose ties give no stable order): the flags are then asked
+    in halves, and a flag alone with a full page counts as not read."""
+    params = {
+        "type": "IS_ANY_OF:" + ",".join(LOG_EVENTS),
+        "feature": "IS_ANY_OF:" + ",".join(names),
+        "limit": str(LOG_LIMIT),
+        "offset": "0",
+    }
+    page = await ctx.source.get("/api/admin/search/events", LogPage, params)
+    if len(page.events) < LOG_LIMIT:
+        for event in page.events:
+            log.add(event)
+    elif len(names) == 1:
+        log.unread.add(names[0])
+    else:
+        half = len(names) // 2
+        await asyncio.gather(
+            _logged(ctx, log, names[:half], top=False), _logged(ctx, log, names[half:], top=False)
+        )
+    if top:
+        ctx.progress.advance()

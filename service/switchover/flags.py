@@ -129,7 +129,7 @@ async def _wanted(  # noqa: PLR0913, PLR0917 - both sides and what the report sa
     them out and ours does not settle them; a flag our rules refuse is named in `outcome`."""
     wants: dict[str, flag_plan.FlagState] = {}
     unordered: list[tuple[flag_source.Flag, str]] = []
-    moved = await _moved(ctx, data, marks)
+    moved = _moved(data, marks)
     for flag in data.flags:
         try:
             want = flag_plan.wanted(flag, facts, ctx.now)
@@ -161,21 +161,15 @@ async def _wanted(  # noqa: PLR0913, PLR0917 - both sides and what the report sa
     return wants
 
 
-async def _moved(
-    ctx: Context, data: flag_source.Flags, marks: dict[str, origin.Provenance]
+def _moved(
+    data: flag_source.Flags, marks: dict[str, origin.Provenance]
 ) -> set[tuple[str, str]] | None:
-    """Where the source may have re-ordered strategies since it was first imported (None: not
-    known); asked only when ours holds flags of an earlier run and an export left orders out."""
+    """Where the source may have re-ordered strategies since it was first imported, from the
+    event log the read took (None: not known, or no flag of an earlier run here)."""
     since = [m.first_imported for m in marks.values() if m.first_imported is not None]
-    needed = any(
-        not env.ordered and len(env.strategies) > 1
-        for flag in data.flags
-        if flag.name in marks
-        for env in flag.environments.values()
-    )
-    if not since or not needed:
+    if not since or data.log is None:
         return None
-    return await flag_source.moved(ctx, min(since))
+    return data.log.moved(min(since), data.flags)
 
 
 async def _ordered(

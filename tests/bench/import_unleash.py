@@ -21,7 +21,9 @@ variants in production.
 
 Then our service starts on a fresh embedded PostgreSQL and `python -m service import-unleash`
 runs twice as its own process, each timed from start to exit: the first run, and a re-run that
-should append nothing. Prints a markdown table; JSON in tests/bench/out/import_unleash.json.
+should append nothing. Prints markdown tables: the runs, and each run's progress phases (from
+the import's progress lines) with what lies outside them; JSON in
+tests/bench/out/import_unleash.json.
 """
 
 from __future__ import annotations
@@ -254,8 +256,9 @@ class Run:
     reported_events: int  # the report's events column, summed
     flags: int  # the flags row: in the source
     flags_created: int
-    users: int  # the users row: created (0 while the import carries no users)
+    users: int  # the users row: created
     exit_code: int
+    phases: dict[str, float]  # seconds of each progress phase (summed where one repeats)
 
 
 _ROW = re.compile(r"^(\S.*?)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)")
@@ -268,6 +271,25 @@ def _rows(out: str) -> dict[str, list[int]]:
         if found:
             rows[found.group(1).strip()] = [int(x) for x in found.groups()[1:]]
     return rows
+
+
+def _phases(err: str) -> dict[str, float]:
+    """Each phase's seconds from the progress lines (JSON on a pipe): a phase's last line."""
+    last: dict[tuple[str, int], float] = {}
+    order: dict[str, None] = {}
+    starts = 0
+    for line in err.splitlines():
+        if not line.startswith('{"phase"'):
+            continue
+        shown = json.loads(line)
+        if shown["done"] == 0 and shown["seconds"] == 0:
+            starts += 1
+        order[shown["phase"]] = None
+        last[(shown["phase"], starts)] = shown["seconds"]
+    found = dict.fromkeys(order, 0.0)
+    for (phase, _), seconds in last.items():
+        found[phase] += seconds
+    return {k: round(v, 2) for k, v in found.items()}
 
 
 def _events(env: dict[str, str]) -> int:
@@ -307,6 +329,7 @@ def import_once(name: str, env: dict[str, str]) -> Run:
         flags_created=flags[1],
         users=users[1],
         exit_code=done.returncode,
+        phases=_phases(done.stderr),
     )
 
 
@@ -330,6 +353,15 @@ def main() -> None:
             f"| {run.name} | {run.seconds:.1f} s | < {target:.0f} s | {run.events:,} | "
             f"{run.flags:,} / {run.flags_created:,} | {run.users:,} |"
         )
+    print("\n| phase (seconds) | " + " | ".join(r.name for r in runs) + " |")
+    print("|---|" + "---:|" * len(runs))
+    names = dict.fromkeys(p for r in runs for p in r.phases)
+    for phase in names:
+        if max(r.phases.get(phase, 0.0) for r in runs) >= 0.1:
+            cells = " | ".join(f"{r.phases.get(phase, 0.0):.1f}" for r in runs)
+            print(f"| {phase} | {cells} |")
+    outside = " | ".join(f"{r.seconds - sum(r.phases.values()):.1f}" for r in runs)
+    print(f"| outside the phases (start, locks, commits) | {outside} |")
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(
         json.dumps({"cpu_loop_s": cpu, "runs": [asdict(r) for r in runs]}, indent=2) + "\n"

@@ -246,14 +246,47 @@ async def seed(client: Any) -> dict[str, Any]:
 
 
 LIST = re.compile(r"^/api/admin/projects/[^/]+/features$")
+# What this service's event log answers beyond Unleash's fields.
+OURS_ONLY = ("position", "stream", "streamVersion", "hash", "storedType")
 
 
-def as_unleash(source: Source, asked: list[str]) -> web.Application:
+class Log(NamedTuple):
+    """How the proxy's event log differs from the source's: the flags whose events it lacks
+    (a log that is incomplete), those whose strategy events come without a sortOrder."""
+
+    forgotten: set[str]
+    unsorted: set[str]
+
+
+def _as_unleash_log(found: dict[str, Any], log: Log) -> dict[str, Any]:
+    """An event search's answer as Unleash's: its fields only, a re-order's data the strategy
+    ids in their new order, newest first by creation time alone (Unleash's order)."""
+    events = []
+    for event in found["events"]:
+        if event["featureName"] in log.forgotten:
+            continue
+        for field in OURS_ONLY:
+            event.pop(field, None)
+        data = event["data"]
+        if event["type"] == "strategy-order-changed":
+            orders = sorted(data["sortOrders"], key=lambda o: o["sortOrder"])
+            event["data"] = {"strategyIds": [o["strategyId"] for o in orders]}
+            event["preData"] = None
+        elif event["featureName"] in log.unsorted and isinstance(data, dict):
+            data.pop("sortOrder", None)
+        events.append(event)
+    events.sort(key=lambda e: e["createdAt"], reverse=True)
+    return {"events": events, "total": len(events)}
+
+
+def as_unleash(source: Source, asked: list[str], log: Log | None = None) -> web.Application:
     """The source answering as Unleash 6.10.1 does where that differs for the flags' reads: a
     project's list without each environment's strategies and variants, an export whose
     strategies come without their sortOrder and in another order than the flag's (so the
-    importer reads each environment's order as it does from Unleash). Everything else is the
+    importer takes each environment's order from the event log, or reads it, as it does from
+    Unleash), an event log in Unleash's shape (less `log` says). Everything else is the
     source's answer as it is. `asked` gets each path asked."""
+    log = log or Log(set(), set())
 
     async def forward(request: web.Request) -> web.Response:
         asked.append(request.path)
@@ -280,6 +313,8 @@ def as_unleash(source: Source, asked: list[str]) -> web.Application:
                 for strategy in strategies:
                     del strategy["sortOrder"]
                 strategies.reverse()
+            elif request.path == "/api/admin/search/events":
+                found = _as_unleash_log(found, log)
             return web.json_response(found)
 
     app = web.Application()
@@ -397,6 +432,11 @@ async def test_changes_in_the_source_append_the_events_our_api_appended_there(
     assert await target.events() == settled
 
 
+def _order_reads(asked: list[str]) -> list[str]:
+    """The strategy orders read one by one."""
+    return sorted(p for p in asked if p.endswith("/strategies") and "/features/" in p)
+
+
 async def strategy_order(client: Any, flag: str, env: str) -> list[str]:
     found = await get(client, STRATEGY_PATH.format(p="default", f=flag, e=env))
     return [s["id"] for s in found]
@@ -418,17 +458,16 @@ async def test_strategies_land_in_the_source_order_and_a_reorder_is_one_event(
     assert await strategy_order(target.client, "rich", "development") == expected
     await assert_same(target, source)
     if either.asked is not None:
-        # Read where the export leaves the order out: the flags with several strategies.
-        assert f"{BASE}/rich/environments/development/strategies" in either.asked
-        assert f"{BASE}/pair/environments/production/strategies" in either.asked
+        # Read where the export leaves the order out and the log does not prove it: `rich`,
+        # re-ordered (a re-order's event names no sortOrder); `pair`'s comes from its events.
+        assert either.asked.count("/api/admin/search/events") == 1
+        assert _order_reads(either.asked) == [f"{BASE}/rich/environments/development/strategies"]
         either.asked.clear()
         # Unchanged: only the order of `rich`, which the source's log shows re-ordered since
         # the first import (by the seed), is read again.
         assert events_of(await target.run(either.source, only=with_flags())) == 0
-        assert "/api/admin/search/events" in either.asked
-        assert [p for p in either.asked if p.endswith("/strategies") and "/features/" in p] == [
-            f"{BASE}/rich/environments/development/strategies"
-        ]
+        assert either.asked.count("/api/admin/search/events") == 1
+        assert _order_reads(either.asked) == [f"{BASE}/rich/environments/development/strategies"]
         either.asked.clear()
     since_there = await source_head(source)
     await send(
@@ -466,6 +505,34 @@ async def test_strategies_land_in_the_source_order_and_a_reorder_is_one_event(
     settled = await target.events()
     assert events_of(await target.run(either.source, only=with_flags())) == 0
     assert await target.events() == settled
+
+
+async def test_a_sort_order_the_event_log_proves_is_not_read_and_one_it_does_not_is(
+    source: Source, target: Target, aiohttp_server: AiohttpServer
+) -> None:
+    await seed(source.client)
+    for flag, rollouts in (("pair", "12"), ("lone", "3"), ("lost", "45"), ("bare", "6")):
+        await send(source.client, "POST", BASE, {"name": flag})
+        for rollout in rollouts:
+            body = {"name": "flexibleRollout", "parameters": {"rollout": rollout}}
+            await strategy(source.client, flag, "production", body)
+    asked: list[str] = []
+    log = Log(forgotten={"lost"}, unsorted={"bare"})
+    fake = await aiohttp_server(as_unleash(source, asked, log))
+    via = type(source)(
+        url=str(fake.make_url("")).rstrip("/"), token=source.token, client=source.client
+    )
+    report = await target.run(via, only=with_flags())
+    assert report.problems == 0, report.outcomes
+    # Read: `rich` in development (re-ordered: a re-order's event gives no sortOrder), `lost`
+    # (no event names its strategies), `bare` (its strategy's event has no sortOrder). Not
+    # read: `pair`, `lone`, the other environments: each strategy's latest event gives it.
+    assert _order_reads(asked) == [
+        f"{BASE}/bare/environments/production/strategies",
+        f"{BASE}/lost/environments/production/strategies",
+        f"{BASE}/rich/environments/development/strategies",
+    ]
+    await assert_same(target, source)
 
 
 async def test_a_flag_made_here_with_other_content_is_a_conflict_unless_the_source_is_preferred(
