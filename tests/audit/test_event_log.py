@@ -36,8 +36,8 @@ from service.audit import logsearch
 from service.audit.history import Context, Tag
 from service.audit.logsearch import LogEntry
 from service.audit.responses import log_event
+from service.token_usage import TokenUsage
 from service.users import importer
-from service.users.usage import TokenUsage
 from tests import factories
 from tests.eventlog.test_stored_events import METADATA, SAMPLED
 from tests.factories import (
