@@ -10,7 +10,12 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, get_args
 import msgspec
 
 from eventlog.events import features, users
-from eventlog.events.api_tokens import ApiTokenCreated, ApiTokenDeleted, ApiTokenExpiryChanged
+from eventlog.events.api_tokens import (
+    ApiTokenCreated,
+    ApiTokenDeleted,
+    ApiTokenExpiryChanged,
+    ApiTokensSeen,
+)
 from eventlog.events.applications import (
     ApplicationCreated,
     ApplicationDeleted,
@@ -190,6 +195,7 @@ DomainEvent: TypeAlias = (
     | FeatureCompleted
     | FeatureUncompleted
     | ApiTokenExpiryChanged
+    | ApiTokensSeen
     | InviteLinkCreated
     | InviteLinkUpdated
     | InviteLinkUsed

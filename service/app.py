@@ -76,6 +76,7 @@ from service.strategies import handlers as strategy_types
 from service.tag_types import handlers as tag_types
 from service.telemetry import handlers as telemetry
 from service.telemetry import retention, usage
+from service.token_usage import TokenUsage
 from service.transfer import handlers as transfer
 from service.users import deletions
 from service.users.failures import FAILED_SIGN_INS, FailedSignIns
@@ -92,7 +93,6 @@ from service.users.handlers import (
 from service.users.limits import SIGN_IN_LIMITS, SignInLimits
 from service.users.passwords import HASHING, PasswordHashing
 from service.users.records import Records
-from service.users.usage import TokenUsage
 from service.work import AfterCommit, Committed, Work
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Protocol
 import asyncpg
 from aiohttp import web
 
-from service.auth import Principal
+from service.auth import Principal, TokenKind
 from service.settings import Settings
 
 if TYPE_CHECKING:
@@ -24,9 +24,9 @@ if TYPE_CHECKING:
 
 
 class TokenUseRecorder(Protocol):
-    """Remembers that a personal access token was used (the users feature writes it down)."""
+    """Remembers that a token was used (service.token_usage writes it down)."""
 
-    def seen(self, token_id: int) -> None: ...
+    def seen(self, token_id: int, kind: TokenKind = "personal-access-token") -> None: ...
 
 
 # Token -> principal (None when unknown). create_app takes another for tests that need a

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from eventlog.connections import Conn
 
 ActorKind = Literal["api-token", "user", "service-account", "system"]
+# The tokens whose last use is recorded (service.token_usage).
+TokenKind = Literal["personal-access-token", "api-token"]
 
 # Permissions. ADMIN implies every other one; READ is held by any admin-API principal.
 ADMIN: Final = "ADMIN"
@@ -140,6 +142,7 @@ class Principal(msgspec.Struct, frozen=True, kw_only=True):
     permissions: frozenset[str]
     account_id: int | None = None  # users and service accounts
     pat_id: int | None = None  # when authenticated by a personal access token
+    api_token_id: int | None = None  # when authenticated by an API token
     # What an API token may see of the flags: its environment and projects ("*": all).
     environment: str = "*"
     projects: tuple[str, ...] = ("*",)
@@ -236,6 +239,7 @@ async def resolve_token(conn: Conn | asyncpg.Pool, token: str) -> Principal | No
         kind="api-token",
         id=f"api-token:{row['id']}",
         name=row["token_name"],
+        api_token_id=row["id"],
         permissions=TOKEN_PERMISSIONS[row["type"]],
         environment=row["environment"],
         projects=tuple(row["projects"]),

@@ -633,6 +633,7 @@ CREATE TABLE readmodel.api_tokens (
     projects text[] NOT NULL,
     created_at timestamp with time zone NOT NULL,
     expires_at timestamp with time zone,
+    seen_at timestamp with time zone,
     CONSTRAINT api_tokens_type_check CHECK ((type = ANY (ARRAY['admin'::text, 'client'::text, 'frontend'::text])))
 );
 

@@ -1,11 +1,12 @@
-"""Stored events of API tokens (stream `api-token/<id>`)."""
+"""Stored events of API tokens (stream `api-token/<id>`; their batched use:
+`token-usage/api-tokens`)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import ClassVar
 
-from eventlog.events.base import Event
+from eventlog.events.base import Declared, Event
 
 
 class ApiTokenCreated(Event, frozen=True, kw_only=True, tag="ApiTokenCreated"):
@@ -29,6 +30,8 @@ class ApiTokenCreated(Event, frozen=True, kw_only=True, tag="ApiTokenCreated"):
     secret_hint: str
     created_at: datetime
     expires_at: datetime | None = None
+    # Its last use when it was created: an import carries the source's (None: never used).
+    seen_at: datetime | None = None
 
 
 class ApiTokenDeleted(Event, frozen=True, kw_only=True, tag="ApiTokenDeleted"):
@@ -49,3 +52,15 @@ class ApiTokenExpiryChanged(Event, frozen=True, kw_only=True, tag="ApiTokenExpir
     token_id: int
     token_name: str
     expires_at: datetime
+
+
+class ApiTokenUse(Declared, frozen=True, kw_only=True):
+    token_id: int
+    seen_at: datetime
+
+
+class ApiTokensSeen(Event, frozen=True, kw_only=True, tag="ApiTokensSeen"):
+    """Batched use of API tokens (stream `token-usage/api-tokens`): each replica records the
+    last use of each token it saw, every few seconds, instead of one write per request."""
+
+    seen: list[ApiTokenUse]

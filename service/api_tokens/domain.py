@@ -7,7 +7,13 @@ from typing import TYPE_CHECKING, Literal, cast
 
 import msgspec
 
-from eventlog.events.api_tokens import ApiTokenCreated, ApiTokenDeleted, ApiTokenExpiryChanged
+from eventlog.events.api_tokens import (
+    ApiTokenCreated,
+    ApiTokenDeleted,
+    ApiTokenExpiryChanged,
+    ApiTokensSeen,
+    ApiTokenUse,
+)
 from service.auth import hash_secret, secret_hint
 from service.errors import NotFound, ValidationError
 from service.names import validate_name
@@ -174,3 +180,12 @@ def delete_project_token(token: tuple[int, str, list[str]] | None, project: str)
     if projects != [project]:
         raise ValidationError("The token belongs to other projects too; delete it as an admin")
     return ApiTokenDeleted(token_id=token_id, token_name=name)
+
+
+def record_token_use(last_use: dict[int, datetime]) -> ApiTokensSeen | None:
+    """The last use of each API token since the previous record, in token order."""
+    if not last_use:
+        return None
+    return ApiTokensSeen(
+        seen=[ApiTokenUse(token_id=t, seen_at=at) for t, at in sorted(last_use.items())]
+    )

@@ -8,7 +8,8 @@ SELECT array(SELECT name FROM environments) AS environments,
        array(SELECT id FROM projects WHERE archived_at IS NULL) AS projects
 """
 _TOKEN = """
-SELECT id, secret_hint, token_name, type, environment, projects, created_at, expires_at
+SELECT id, secret_hint, token_name, type, environment, projects, created_at, expires_at,
+       seen_at
 FROM api_tokens
 """
 LIST_TOKENS = _TOKEN + "ORDER BY id"

@@ -12,7 +12,8 @@ if TYPE_CHECKING:
 
 
 class ApiToken(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """`secret` is a masked hint, except in the answer that creates the token."""
+    """`secret` is a masked hint, except in the answer that creates the token. `seen_at`: its
+    last use (batched every few seconds: service.token_usage); None when never used."""
 
     id: int
     secret: str
@@ -25,6 +26,7 @@ class ApiToken(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     projects: list[str]
     created_at: datetime
     expires_at: datetime | None
+    seen_at: datetime | None
 
     @classmethod
     def from_row(cls, row: asyncpg.Record, secret: str | None = None) -> ApiToken:
@@ -40,6 +42,7 @@ class ApiToken(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
             projects=projects,
             created_at=row["created_at"],
             expires_at=row["expires_at"],
+            seen_at=row["seen_at"],
         )
 
 

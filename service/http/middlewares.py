@@ -203,6 +203,8 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
     request[PRINCIPAL] = who
     if who.pat_id is not None:
         request.app[TOKEN_USAGE].seen(who.pat_id)
+    elif who.api_token_id is not None:  # admin, client and frontend tokens alike
+        request.app[TOKEN_USAGE].seen(who.api_token_id, "api-token")
     route = request.app[ROUTE_TABLE].get(request.match_info.route)
     if route is not None and not who.can(route.permission):
         if route.permission == auth.OWN_ACCOUNT:

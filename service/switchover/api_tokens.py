@@ -1,7 +1,9 @@
 """API tokens, with the secrets Unleash's admin API answers (`GET /api/admin/api-tokens`): each
 becomes an `ApiTokenCreated` holding the secret's sha256 and hint as this service's own tokens
 are stored (auth.hash_secret, auth.secret_hint), with the source's name, type, environment,
-projects, created and expiry times. A token is looked up here by the sha256 of the whole secret,
+projects, created and expiry times and its last use (`seenAt`, at creation only: later use is
+recorded here as requests authenticate, and a source's `seenAt` that moved since is no change to
+carry). A token is looked up here by the sha256 of the whole secret,
 so an SDK keeps authenticating with the secret it holds, whatever its format
 (`default:development.<hex>`, `*:*.<hex>`, one an operator chose). The secret itself is never
 stored, logged or reported: tokens are named by their names.
@@ -50,7 +52,8 @@ _TYPES: Final = {"backend": "client"}
 
 
 class SourceToken(msgspec.Struct, frozen=True):
-    """A token as Unleash answers it (apiTokenSchema); alias and seenAt not carried."""
+    """A token as Unleash answers it (apiTokenSchema); alias not carried, seenAt only when the
+    token is created here."""
 
     secret: str
     type: str
@@ -61,6 +64,7 @@ class SourceToken(msgspec.Struct, frozen=True):
     projects: list[str] | None = None
     expiresAt: datetime | None = None  # noqa: N815
     createdAt: datetime | None = None  # noqa: N815
+    seenAt: datetime | None = None  # noqa: N815
     alias: str | None = None
 
 
@@ -197,8 +201,8 @@ async def _create(
     scope: tuple[domain.TokenType, str, list[str]],
     uow: UnitOfWork,
 ) -> None:
-    """The token as `POST /api/admin/api-tokens` issues one, with the source's secret and
-    created time (one after ours, the source's clock ahead, is taken as now)."""
+    """The token as `POST /api/admin/api-tokens` issues one, with the source's secret, created
+    time and last use (one after ours, the source's clock ahead, is taken as now)."""
     token_id: int = await uow.conn.fetchval(queries.NEXT_TOKEN_ID)
     event = domain.issue_api_token(
         token_id=token_id,
@@ -210,7 +214,8 @@ async def _create(
         expires_at=item.expiresAt,
     )
     created = min(item.createdAt or ctx.now, ctx.now)
-    event = msgspec.structs.replace(event, created_at=created)
+    seen = None if item.seenAt is None else min(item.seenAt, ctx.now)
+    event = msgspec.structs.replace(event, created_at=created, seen_at=seen)
     await uow.append(domain.stream(token_id), [event], ctx.metadata, new=True)
 
 

@@ -16,6 +16,7 @@ import eventlog
 from eventlog import codec
 from eventlog.codec import UNREAD_EVENT, RecordedEvent
 from eventlog.connections import set_search_path
+from eventlog.events.api_tokens import ApiTokensSeen, ApiTokenUse
 from eventlog.events.base import Metadata
 from eventlog.events.features import (
     DependencyAdded,
@@ -58,7 +59,7 @@ from projections.replay import replay
 from projections.verify import verify
 from tests.bench.biglog import generate
 from tests.eventlog.test_stored_events import SAMPLED
-from tests.factories import recorded
+from tests.factories import api_token_created, recorded
 from tests.strategies import for_type
 
 if TYPE_CHECKING:
@@ -163,10 +164,17 @@ async def test_edge_cases_give_the_same_rows_through_both(conn: Conn) -> None:
         UserDeleted(user_id=7, name=None, username=None, email=None),
         pat(1, "s3"),
         UserSignedIn(user_id=7, seen_at=T0, session_hash="x4", session_expires_at=T0),
+        api_token_created(1, seen_at=T0),
+        api_token_created(2),
+        ApiTokensSeen(seen=[ApiTokenUse(token_id=1, seen_at=T0 + timedelta(days=2))]),
+        ApiTokensSeen(seen=[ApiTokenUse(token_id=1, seen_at=T0 + timedelta(days=1))]),
+        ApiTokensSeen(seen=[ApiTokenUse(token_id=3, seen_at=T0)]),  # no such token
     ]
     by_sql, by_memory = await _through_both(conn, _recorded(events))
     assert by_sql == by_memory
     assert [r[0] for r in by_sql["personal_access_tokens"]] == [1]
+    seen = await conn.fetch("SELECT id, seen_at FROM by_sql.api_tokens ORDER BY id")
+    assert [tuple(r) for r in seen] == [(1, T0 + timedelta(days=2)), (2, None)]
     assert sorted(r[0] for r in by_sql["sessions"]) == ["x3", "x4"]
 
 

@@ -23,9 +23,11 @@ from aiohttp import web
 
 from projections.inline import apply_inline
 from service import auth
+from service.appkeys import POOL, TOKEN_USAGE
 from service.switchover.api_tokens import WEAK_ADMIN, ApiTokens
 from service.switchover.service_accounts import ServiceAccounts
 from service.switchover.users import LINKS, Users
+from service.token_usage import TokenUsage
 from service.users import admins
 from service.work import Work
 from tests.factories import ADMIN, ADMIN_TOKEN, ok
@@ -148,7 +150,9 @@ def outcome(report: Report, kind: str) -> Outcome:
 
 async def events_after(target: Target, position: int) -> list[str]:
     rows = await target.conn.fetch(
-        "SELECT type FROM events WHERE position > $1 ORDER BY position", position
+        "SELECT type FROM events WHERE position > $1 AND stream_type <> 'token-usage'"
+        " ORDER BY position",
+        position,
     )
     return [r["type"] for r in rows]
 
@@ -161,6 +165,21 @@ def by_label(users: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {u.get("username") or u["email"]: u for u in users}
 
 
+async def authenticates_at(source: Source, path: str, secret: str) -> int:
+    resp = await source.client.get(path, headers={"Authorization": secret})
+    await resp.read()
+    return resp.status
+
+
+async def settled(client: Any) -> None:
+    """The served app's token use written now (TokenUsage flushes every 2 s), so that no such
+    event lands in its log while a test compares it."""
+    app = client.server.app
+    usage = app[TOKEN_USAGE]
+    assert isinstance(usage, TokenUsage)
+    await usage.flush(app[POOL])
+
+
 async def authenticates(target: Target, path: str, secret: str) -> int:
     resp = await target.client.get(path, headers={"Authorization": secret})
     await resp.read()
@@ -171,6 +190,9 @@ async def test_people_and_tokens_are_carried_and_read_back(
     seeded: tuple[Source, dict[str, int], dict[str, str]], target: Target
 ) -> None:
     source, _, secrets = seeded
+    # An SDK used one token at the source: its seenAt is carried; the others were never used.
+    assert await authenticates_at(source, "/api/client/features", secrets["backend-dev"]) == 200
+    await settled(source.client)
     report = await target.run(source, only=people())
     users, tokens = outcome(report, "users"), outcome(report, "api tokens")
     assert sorted(users.created) == sorted(USERS)
@@ -185,7 +207,7 @@ async def test_people_and_tokens_are_carried_and_read_back(
     }
     assert here["ada@example.com"]["email"] == "ada@example.com"
     assert [here[k]["rootRole"] for k in ("ada@example.com", "grace", "alan")] == [1, 2, 3]
-    token_fields = ("type", "environment", "projects", "createdAt", "expiresAt")
+    token_fields = ("type", "environment", "projects", "createdAt", "expiresAt", "seenAt")
     there_tokens = {
         t["tokenName"]: t for t in (await get(source.client, "/api/admin/api-tokens"))["tokens"]
     }
@@ -197,6 +219,12 @@ async def test_people_and_tokens_are_carried_and_read_back(
             f: there_tokens[name][f] for f in token_fields
         }, name
         assert here_tokens[name]["secret"] == auth.secret_hint(secrets[name])
+    assert here_tokens["backend-dev"]["seenAt"] is not None
+    assert [n for n in TOKENS if here_tokens[n]["seenAt"] is None] == [
+        "web-prod",
+        "ops",
+        "expiring",
+    ]
     # The secrets the source gave out authenticate here, each as its type allows.
     assert await authenticates(target, "/api/client/features", secrets["backend-dev"]) == 200
     assert await authenticates(target, "/api/client/features", secrets["expiring"]) == 200
@@ -241,7 +269,7 @@ async def test_an_imported_persons_data_is_sealed_as_a_created_ones(
 async def test_a_second_run_appends_nothing_and_a_sign_in_at_the_source_is_no_change(
     seeded: tuple[Source, dict[str, int], dict[str, str]], target: Target
 ) -> None:
-    source, _, _ = seeded
+    source, _, secrets = seeded
     await target.run(source, only=people())
     resp = await source.client.post(
         "/auth/simple/login", json={"username": "alan", "password": PASSWORD}
@@ -249,6 +277,13 @@ async def test_a_second_run_appends_nothing_and_a_sign_in_at_the_source_is_no_ch
     assert resp.status == 200, await resp.text()
     there = by_label((await get(source.client, "/api/admin/user-admin"))["users"])
     assert there["alan"]["seenAt"] is not None
+    # An SDK used a token at the source since: its seenAt moved there, which is no change here.
+    assert await authenticates_at(source, "/api/client/features", secrets["backend-dev"]) == 200
+    await settled(source.client)
+    there_tokens = {
+        t["tokenName"]: t for t in (await get(source.client, "/api/admin/api-tokens"))["tokens"]
+    }
+    assert there_tokens["backend-dev"]["seenAt"] is not None
     before = await target.events()
     report = await target.run(source, only=people())
     assert await target.events() == before
@@ -259,6 +294,10 @@ async def test_a_second_run_appends_nothing_and_a_sign_in_at_the_source_is_no_ch
     # The seen time stays the one the person was created with.
     here = by_label((await get(target.client, "/api/admin/user-admin"))["users"])
     assert here["alan"]["seenAt"] is None
+    here_tokens = {
+        t["tokenName"]: t for t in (await get(target.client, "/api/admin/api-tokens"))["tokens"]
+    }
+    assert here_tokens["backend-dev"]["seenAt"] is None
 
 
 async def test_each_change_in_the_source_appends_its_event(

@@ -13,7 +13,7 @@ import pytest
 from eventlog import connections
 from service import auth
 from service.appkeys import POOL
-from service.users.usage import FLUSH_SECONDS, TokenUsage
+from service.token_usage import FLUSH_SECONDS, TokenUsage
 from tests.factories import (
     ADMIN,
     STRONG,
