@@ -17,7 +17,7 @@ from service.api_tokens import domain as api_tokens
 from service.users import domain as users
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Collection
 
     import asyncpg
 
@@ -27,21 +27,25 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger()
 
-FLUSH_SECONDS: Final = 2.0
+FLUSH_SECONDS: Final = 2.0  # the loop's tick: each kind is written at its own interval
 _unavailable = Throttled("token_usage_database_unavailable", every=10.0)
 
 
 class _Kind(NamedTuple):
     stream: tuple[str, str]
     record: Callable[[dict[int, datetime]], DomainEvent | None]
+    every: float  # seconds between its batches
 
 
-# Each kind of token: the stream its batches go to and the decision that makes the event.
+# Each kind of token: the stream its batches go to, the decision that makes the event, and how
+# often. SDKs poll all the time: their tokens' use is written once a minute (as Unleash
+# updates its tokens' last use in batches too), so that the log holds 1,440 such events a day
+# and replica rather than one every tick; a person's token within seconds.
 KINDS: Final[dict[TokenKind, _Kind]] = {
     "personal-access-token": _Kind(
-        ("token-usage", "personal-access-tokens"), users.record_token_use
+        ("token-usage", "personal-access-tokens"), users.record_token_use, FLUSH_SECONDS
     ),
-    "api-token": _Kind(("token-usage", "api-tokens"), api_tokens.record_token_use),
+    "api-token": _Kind(("token-usage", "api-tokens"), api_tokens.record_token_use, 60.0),
 }
 
 
@@ -57,12 +61,14 @@ class TokenUsage:
     def seen(self, token_id: int, kind: TokenKind = "personal-access-token") -> None:
         self._seen[kind][token_id] = datetime.now(UTC)
 
-    async def flush(self, pool: asyncpg.Pool) -> int:
-        """Append what was seen, in one transaction; the number of tokens written."""
-        batches = {kind: batch for kind, batch in self._seen.items() if batch}
+    async def flush(self, pool: asyncpg.Pool, kinds: Collection[TokenKind] = tuple(KINDS)) -> int:
+        """Append what was seen of these kinds (all by default), in one transaction; the number
+        of tokens written."""
+        batches = {kind: self._seen[kind] for kind in kinds if self._seen[kind]}
         if not batches:
             return 0
-        self._seen = {kind: {} for kind in KINDS}
+        for kind in batches:
+            self._seen[kind] = {}
         try:
             async with self._work.on(pool) as uow:
                 for kind, batch in batches.items():
@@ -78,12 +84,17 @@ class TokenUsage:
         return sum(len(batch) for batch in batches.values())
 
     async def run(self, pool: asyncpg.Pool, stop: asyncio.Event) -> None:
-        """Flush every FLUSH_SECONDS until stopped, then once more."""
+        """Flush each kind at its interval until stopped, then all once more."""
+        loop = asyncio.get_running_loop()
+        last = dict.fromkeys(KINDS, loop.time())
         while not stop.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), FLUSH_SECONDS)
+            now = loop.time()
+            due = [k for k, v in KINDS.items() if stop.is_set() or now - last[k] >= v.every]
             try:
-                await self.flush(pool)
+                await self.flush(pool, due)
+                last.update(dict.fromkeys(due, now))
             except Exception as exc:
                 if not connections.is_unavailable(exc):
                     log.exception("token_usage_flush_failed")

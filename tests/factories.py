@@ -283,7 +283,7 @@ def gzipped_zeros(chunk: int, chunks: int = 64) -> bytes:
 
 async def event_count(app: web.Application, event_type: str | None = None) -> int:
     """Events in the log (of this type). Without a type, tokens' use aside: the service writes
-    it in the background every 2 s (service.token_usage), whenever a tick falls."""
+    it in the background (service.token_usage), whenever a tick falls."""
     async with app[POOL].acquire() as conn:
         if event_type is None:
             return int(
