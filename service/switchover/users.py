@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 import msgspec
 
 from eventlog import reads
-from eventlog.appends import NewStream
 from eventlog.events.users import (
     ImportedUser,
     PasswordResetRequested,
@@ -49,6 +48,7 @@ from service.switchover.run import Outcome
 from service.users import admins, domain, importer
 from service.users.commands import ImportLine
 from service.users.domain import Account
+from service.work import NewStream
 
 if TYPE_CHECKING:
     from service.switchover.run import Context
