@@ -70,19 +70,19 @@ async def test_the_client_format_of_every_part(client: Client) -> None:
                     }
                 ],
                 "parameters": {"rollout": "50", "stickiness": "userId", "groupId": "checkout"},
-                "variants": [
+                "variants": [  # stored by name, as Unleash stores them
+                    {
+                        "name": "blue",
+                        "weight": 500,
+                        "weightType": "variable",
+                        "stickiness": "userId",
+                    },
                     {
                         "name": "red",
                         "weight": 500,
                         "weightType": "variable",
                         "stickiness": "userId",
                         "payload": {"type": "string", "value": "r"},
-                    },
-                    {
-                        "name": "blue",
-                        "weight": 500,
-                        "weightType": "variable",
-                        "stickiness": "userId",
                     },
                 ],
                 "sortOrder": checkout["strategies"][0]["sortOrder"],
@@ -101,7 +101,7 @@ async def test_the_client_format_of_every_part(client: Client) -> None:
         "dependencies": [{"feature": "parent", "enabled": True, "variants": []}],
     }
     assert checkout["strategies"][0]["sortOrder"] <= checkout["strategies"][1]["sortOrder"]
-    assert by_name["banner"]["variants"][0] == {
+    assert by_name["banner"]["variants"][1] == {  # after "narrow": stored by name
         "name": "wide",
         "weight": 500,
         "weightType": "variable",

@@ -89,7 +89,7 @@ async def test_each_strategy_constraint_and_segment_has_its_result(client: Clien
     }
     banner = features["banner"]
     assert banner["variant"]["name"] in {"wide", "narrow"}
-    assert [v["name"] for v in banner["variants"]] == ["wide", "narrow"]
+    assert [v["name"] for v in banner["variants"]] == ["narrow", "wide"]  # stored by name
 
     # legacy: the rollout's constraint fails, and outside the segment's regions
     legacy = by_name(await play(client, {"appName": "legacy", "userId": "u-1", "region": "asia"}))
