@@ -50,7 +50,9 @@ def assert_timestamp(value: Any) -> None:
     assert datetime.fromisoformat(value).tzinfo is not None
 
 
-def admin_token_json(token_id: int, hint: str, created_at: str) -> dict[str, Any]:
+def admin_token_json(
+    token_id: int, hint: str, created_at: str, seen_at: str | None = None
+) -> dict[str, Any]:
     return {
         "id": token_id,
         "secret": hint,
@@ -63,6 +65,9 @@ def admin_token_json(token_id: int, hint: str, created_at: str) -> dict[str, Any
         "projects": ["*"],
         "createdAt": created_at,
         "expiresAt": None,
+        # Its use is written once a minute and when the server stops: None this soon after a
+        # start.
+        "seenAt": seen_at,
     }
 
 
@@ -193,6 +198,7 @@ async def test_sigterm_drains_and_finishes_in_flight_request(
         "projects": ["*"],
         "createdAt": created["createdAt"],
         "expiresAt": None,
+        "seenAt": None,
     }
 
     assert await wait_exit(server) == 0
@@ -236,10 +242,13 @@ async def test_data_is_kept_across_restarts(harness: Harness) -> None:
     status, body = await call("GET", f"{second.url}/api/admin/api-tokens", token=token)
     assert status == 200
     admin_created_at = body["tokens"][0]["createdAt"]
+    # The first server wrote the admin token's use when it stopped.
+    admin_seen_at = body["tokens"][0]["seenAt"]
+    assert_timestamp(admin_seen_at)
     hint = f"*:development.{created['secret'].rpartition('.')[2][:4]}********"
     assert body == {
         "tokens": [
-            admin_token_json(1, f"*:*.{token[4:8]}********", admin_created_at),
+            admin_token_json(1, f"*:*.{token[4:8]}********", admin_created_at, admin_seen_at),
             created | {"secret": hint},
         ]
     }
