@@ -282,6 +282,7 @@ async def test_api_token_lifecycle(client: Client, app: web.Application) -> None
         "projects": ["*"],
         "createdAt": created["createdAt"],
         "expiresAt": None,
+        "seenAt": None,
     }
     listed = (await (await client.get("/api/admin/api-tokens", headers=ADMIN)).json())["tokens"]
     assert [t["tokenName"] for t in listed] == ["admin", "t-admin"]
