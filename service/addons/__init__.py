@@ -1,0 +1,1 @@
+"""Integrations (Unleash's addons): the providers, their requests, their deliveries."""

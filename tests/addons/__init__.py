@@ -1,0 +1,1 @@
+"""Integrations: the providers' definitions and the requests they send (pure)."""
