@@ -1,0 +1,1 @@
+"""Tests of integrations (Unleash's addons)."""
