@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 import msgspec
 
 from eventlog.errors import ConfigError
+from service.addons.addresses import parse_allowed
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -81,6 +82,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # The folder `make install` fetched the UI into (tools/ui_fetch.py); unset: `.ui/` beside
     # the source. The container image sets its own.
     ui_dir: str | None = None
+    # The internal networks integrations may send to (service/addons/addresses.py), CIDRs
+    # separated by commas; unset: only global addresses. Link-local is refused whatever it says.
+    integration_allowed_networks: str | None = None
 
     @property
     def pg_data_dir(self) -> Path:
@@ -124,6 +128,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         raw["init_admin_api_tokens"] = _parse_admin_tokens(
             str(raw["init_admin_api_tokens"]), source["init_admin_api_tokens"]
         )
+    _check_networks(raw.get("integration_allowed_networks"))
     url = raw.get("database_url")
     if isinstance(url, str):
         _check_url(url, source["database_url"])
@@ -182,6 +187,13 @@ def _url_problem(url: str) -> str | None:
         if port and not (port.isdigit() and 0 < int(port) <= 65535):
             return "a port in the URL is not a number from 1 to 65535"
     return None
+
+
+def _check_networks(value: object) -> None:
+    try:
+        parse_allowed(str(value) if value is not None else None)
+    except ValueError as exc:
+        raise ConfigError(f"Invalid setting INTEGRATION_ALLOWED_NETWORKS: {exc}") from None
 
 
 def _parse_admin_tokens(value: str, name: str) -> tuple[str, ...]:

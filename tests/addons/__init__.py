@@ -1,1 +1,1 @@
-"""Integrations: the providers' definitions and the requests they send (pure)."""
+"""Tests of integrations (Unleash's addons): providers, receivers' rules, the API, delivery."""
