@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, get_args
 import msgspec
 
 from eventlog.events import features, users
+from eventlog.events.addons import AddonCreated, AddonDeleted, AddonUpdated
 from eventlog.events.api_tokens import (
     ApiTokenCreated,
     ApiTokenDeleted,
@@ -204,6 +205,9 @@ DomainEvent: TypeAlias = (
     | ApplicationCreated
     | ApplicationUpdated
     | ApplicationDeleted
+    | AddonCreated
+    | AddonUpdated
+    | AddonDeleted
 )
 
 EVENT_TYPES: Final[dict[str, type[Event]]] = {cls.type_name(): cls for cls in get_args(DomainEvent)}

@@ -10,6 +10,7 @@ from typing import Final, NamedTuple
 from projections import (
     accounts,
     activity,
+    addons,
     api_tokens,
     applications,
     collaborators,
@@ -87,6 +88,8 @@ PARTS: Final[dict[str, Part | None]] = {
     instance_settings.MAINTENANCE_MODE.name: Part("setting", "id"),
     instance_settings.FRONTEND_SETTINGS.name: Part("setting", "id"),
     applications.APPLICATIONS.name: Part("application", "app_name"),
+    # An integration's secrets are sealed with its key, which only delivery opens.
+    addons.ADDONS.name: Part("addon", "id", secret=("sealed",)),
     # When flags were first enabled: read from the log's times, not a flag's state.
     lead_times.FEATURE_LEAD_TIMES.name: None,
 }

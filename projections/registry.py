@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from projections import (
     accounts,
     activity,
+    addons,
     api_tokens,
     applications,
     collaborators,
@@ -50,6 +51,7 @@ INLINE: tuple[Projection, ...] = (
     invite_links.PROJECTION,
     instance_settings.PROJECTION,
     applications.PROJECTION,
+    addons.PROJECTION,
 )
 ASYNC: tuple[Projection, ...] = (
     activity.PROJECTION,
@@ -99,6 +101,7 @@ GROUPS: tuple[Group, ...] = (
             invite_links.PROJECTION,
             instance_settings.PROJECTION,
             applications.PROJECTION,
+            addons.PROJECTION,
         )
     ),
     # The flags' collaborators read the envelope (who) of flags' events, as the counts do.

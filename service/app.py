@@ -15,6 +15,8 @@ from eventlog import connections, migrations
 from projections.follower import projection_lags, run_async_projections
 from projections.inline import apply_inline
 from service import admin_ui, auth, docs, openapi, ui
+from service.addons import handlers as addons
+from service.addons.delivery import Deliveries
 from service.api_tokens import handlers as api_tokens
 from service.appkeys import (
     CLIENT_FEED,
@@ -190,6 +192,7 @@ ROUTES: list[Route] = [
     *flag_search.ROUTES,
     *admin_ui.ROUTES,
     *instance.ROUTES,
+    *addons.ROUTES,
     *preferences.ROUTES,
     *docs.ROUTES,
     *ui.ROUTES,  # last: its fallback takes what no other route does (service/ui.py)
@@ -265,6 +268,7 @@ def create_app(
             app[POOL], stop, settings.erasure_interval_seconds, work
         ),
         "search_records": app[search.RECORDS].run,
+        "deliveries": lambda stop: Deliveries(app[POOL], dsn, settings, metrics).run(stop),
         "telemetry_retention": lambda stop: retention.run(
             app[POOL], stop, settings.client_metrics_retention_days
         ),

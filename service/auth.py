@@ -46,6 +46,9 @@ UPDATE_CONTEXT_FIELD: Final = "UPDATE_CONTEXT_FIELD"
 DELETE_CONTEXT_FIELD: Final = "DELETE_CONTEXT_FIELD"
 UPDATE_APPLICATION: Final = "UPDATE_APPLICATION"
 DELETE_APPLICATION: Final = "DELETE_APPLICATION"
+CREATE_ADDON: Final = "CREATE_ADDON"
+UPDATE_ADDON: Final = "UPDATE_ADDON"
+DELETE_ADDON: Final = "DELETE_ADDON"
 # Reading the client and frontend API tokens (an admin reads the admin tokens too).
 READ_API_TOKEN: Final = "READ_API_TOKEN"
 PUBLIC: Final = "PUBLIC"  # declared by routes that need no principal at all
@@ -118,6 +121,9 @@ ROOT_ROLES: Final = {
                     DELETE_CONTEXT_FIELD,
                     UPDATE_APPLICATION,
                     DELETE_APPLICATION,
+                    CREATE_ADDON,
+                    UPDATE_ADDON,
+                    DELETE_ADDON,
                 }
             ),
         ),

@@ -93,6 +93,20 @@ class Metrics:
             buckets=BUCKETS,
             registry=self.registry,
         )
+        self._deliveries = Counter(
+            "flagstore_integration_deliveries",
+            "Requests integrations made, by provider and outcome: success, retried (a failure "
+            "that is tried again), failed (recorded, not retried) or given_up (retried for "
+            "INTEGRATION_GIVE_UP_HOURS, then left)",
+            ("provider", "outcome"),
+            registry=self.registry,
+        )
+        self._delivery_lag = Histogram(
+            "flagstore_integration_delivery_lag_seconds",
+            "From an event's commit to its receiver's answer, for deliveries that succeeded",
+            buckets=BUCKETS,
+            registry=self.registry,
+        )
         Info("flagstore_build", "The running version", registry=self.registry).info(
             {"version": VERSION, "python": platform.python_version()}
         )
@@ -125,6 +139,12 @@ class Metrics:
                 if counter is None:
                     counter = self._event_series[event_type] = self._appended.labels(event_type)
                 counter.inc()
+
+    def delivered(self, provider: str, outcome: str, lag_seconds: float | None = None) -> None:
+        """One request of an integration, and how it ended (service/addons/delivery.py)."""
+        self._deliveries.labels(provider, outcome).inc()
+        if lag_seconds is not None:
+            self._delivery_lag.observe(lag_seconds)
 
     async def exposition(self, pool: asyncpg.Pool) -> bytes:
         """Every series as Prometheus text, the database's read first (at most DATABASE_SECONDS)."""

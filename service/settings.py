@@ -85,6 +85,17 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # The internal networks integrations may send to (service/addons/addresses.py), CIDRs
     # separated by commas; unset: only global addresses. Link-local is refused whatever it says.
     integration_allowed_networks: str | None = None
+    # This server's address, for the links in integrations' messages (Unleash's UNLEASH_URL).
+    unleash_url: str = "http://localhost:4242"
+    # A delivery that keeps failing is retried, with backoff up to the second setting, for
+    # this many hours; then it is recorded as given up and the integration goes on.
+    integration_give_up_hours: Annotated[float, msgspec.Meta(gt=0, le=720)] = 24.0
+    integration_retry_max_seconds: Annotated[float, msgspec.Meta(ge=1, le=3600)] = 300.0
+    # One request to a receiver gets this long to be answered.
+    integration_request_timeout_seconds: Annotated[float, msgspec.Meta(gt=0, le=600)] = 60.0
+    # For tests: the delivery's clock (backoff, Retry-After, giving up) runs this many times
+    # faster than the wall clock.
+    integration_time_scale: Annotated[float, msgspec.Meta(ge=1, le=1_000_000)] = 1.0
 
     @property
     def pg_data_dir(self) -> Path:

@@ -111,6 +111,9 @@ CREATE FUNCTION public.event_kind(p_type text, p_data jsonb) RETURNS text
         WHEN 'FeatureCompleted' THEN 'feature-completed'
         WHEN 'FeatureUncompleted' THEN 'feature-uncompleted'
         WHEN 'ApplicationCreated' THEN 'application-created'
+        WHEN 'AddonCreated' THEN 'addon-config-created'
+        WHEN 'AddonUpdated' THEN 'addon-config-updated'
+        WHEN 'AddonDeleted' THEN 'addon-config-deleted'
         ELSE p_type
     END
 $$;
@@ -507,6 +510,56 @@ BEGIN
 END
 $_$;
 
+-- Name: addon_checkpoints; Type: TABLE; Schema: public
+CREATE TABLE public.addon_checkpoints (
+    addon_id bigint NOT NULL,
+    "position" bigint NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    failing_since timestamp with time zone,
+    next_attempt_at timestamp with time zone,
+    last_error text,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+-- Name: addon_deliveries; Type: TABLE; Schema: public
+CREATE TABLE public.addon_deliveries (
+    id bigint NOT NULL,
+    addon_id bigint NOT NULL,
+    "position" bigint NOT NULL,
+    attempt integer NOT NULL,
+    state text NOT NULL,
+    state_details text NOT NULL,
+    event jsonb NOT NULL,
+    details jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+-- Name: addon_deliveries_id_seq; Type: SEQUENCE; Schema: public
+CREATE SEQUENCE public.addon_deliveries_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+-- Name: addon_deliveries_id_seq; Type: SEQUENCE OWNED BY; Schema: public
+ALTER SEQUENCE public.addon_deliveries_id_seq OWNED BY public.addon_deliveries.id;
+
+-- Name: addon_ids; Type: SEQUENCE; Schema: public
+CREATE SEQUENCE public.addon_ids
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+-- Name: addon_keys; Type: TABLE; Schema: public
+CREATE TABLE public.addon_keys (
+    addon_id bigint NOT NULL,
+    master_id text NOT NULL,
+    wrapped bytea NOT NULL
+);
+
 -- Name: api_token_ids; Type: SEQUENCE; Schema: public
 CREATE SEQUENCE public.api_token_ids
     START WITH 1
@@ -620,6 +673,20 @@ CREATE TABLE readmodel.activity_daily (
     actor_name text NOT NULL,
     events integer NOT NULL,
     last_position bigint NOT NULL
+);
+
+-- Name: addons; Type: TABLE; Schema: readmodel
+CREATE TABLE readmodel.addons (
+    id bigint NOT NULL,
+    provider text NOT NULL,
+    description text,
+    enabled boolean NOT NULL,
+    parameters jsonb NOT NULL,
+    sealed jsonb NOT NULL,
+    events text[] NOT NULL,
+    projects text[] NOT NULL,
+    environments text[] NOT NULL,
+    created_at timestamp with time zone NOT NULL
 );
 
 -- Name: api_tokens; Type: TABLE; Schema: readmodel
@@ -1126,6 +1193,21 @@ CREATE VIEW reporting.users AS
           WHERE (p.user_id = u.id)) AS tokens
    FROM readmodel.users u;
 
+-- Name: addon_deliveries id; Type: DEFAULT; Schema: public
+ALTER TABLE ONLY public.addon_deliveries ALTER COLUMN id SET DEFAULT nextval('public.addon_deliveries_id_seq'::regclass);
+
+-- Name: addon_checkpoints addon_checkpoints_pkey; Type: CONSTRAINT; Schema: public
+ALTER TABLE ONLY public.addon_checkpoints
+    ADD CONSTRAINT addon_checkpoints_pkey PRIMARY KEY (addon_id);
+
+-- Name: addon_deliveries addon_deliveries_pkey; Type: CONSTRAINT; Schema: public
+ALTER TABLE ONLY public.addon_deliveries
+    ADD CONSTRAINT addon_deliveries_pkey PRIMARY KEY (id);
+
+-- Name: addon_keys addon_keys_pkey; Type: CONSTRAINT; Schema: public
+ALTER TABLE ONLY public.addon_keys
+    ADD CONSTRAINT addon_keys_pkey PRIMARY KEY (addon_id);
+
 -- Name: events events_event_id_key; Type: CONSTRAINT; Schema: public
 ALTER TABLE ONLY public.events
     ADD CONSTRAINT events_event_id_key UNIQUE (event_id);
@@ -1161,6 +1243,10 @@ ALTER TABLE ONLY public.streams
 -- Name: activity_daily activity_daily_pkey; Type: CONSTRAINT; Schema: readmodel
 ALTER TABLE ONLY readmodel.activity_daily
     ADD CONSTRAINT activity_daily_pkey PRIMARY KEY (day, actor_kind, actor_id);
+
+-- Name: addons addons_pkey; Type: CONSTRAINT; Schema: readmodel
+ALTER TABLE ONLY readmodel.addons
+    ADD CONSTRAINT addons_pkey PRIMARY KEY (id);
 
 -- Name: api_tokens api_tokens_pkey; Type: CONSTRAINT; Schema: readmodel
 ALTER TABLE ONLY readmodel.api_tokens
@@ -1337,6 +1423,9 @@ ALTER TABLE ONLY telemetry.client_metrics_hourly
 -- Name: feature_last_seen feature_last_seen_pkey; Type: CONSTRAINT; Schema: telemetry
 ALTER TABLE ONLY telemetry.feature_last_seen
     ADD CONSTRAINT feature_last_seen_pkey PRIMARY KEY (feature_name, environment);
+
+-- Name: addon_deliveries_addon; Type: INDEX; Schema: public
+CREATE INDEX addon_deliveries_addon ON public.addon_deliveries USING btree (addon_id, id DESC);
 
 -- Name: events_actor_kind_position; Type: INDEX; Schema: public
 CREATE INDEX events_actor_kind_position ON public.events USING btree (actor_user_id, kind, "position");

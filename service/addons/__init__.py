@@ -1,5 +1,2 @@
-<<<<<<< HEAD
-"""Integrations (Unleash's addons): the providers, their requests, their deliveries."""
-=======
-"""Integrations (Unleash's addons): what they are, where they may send, how they deliver."""
->>>>>>> i45-network
+"""Integrations (Unleash's addons): providers and their requests, the configuration, and
+delivery from the log."""

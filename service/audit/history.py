@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import msgspec
 
+from eventlog.events.addons import AddonCreated, AddonDeleted, AddonUpdated
 from eventlog.events.api_tokens import ApiTokenCreated, ApiTokenDeleted
 from eventlog.events.context_fields import (
     ContextFieldCreated,
@@ -83,9 +84,12 @@ FOLDED: Final[dict[str, tuple[str, ...]]] = {
     # A built-in type's or field's stream starts with no record: its first change has none.
     "strategy": (StrategyDefinitionCreated.type_name(), StrategyDefinitionUpdated.type_name()),
     "context-field": (ContextFieldCreated.type_name(), ContextFieldUpdated.type_name()),
+    "addon": (AddonCreated.type_name(), AddonUpdated.type_name()),
 }
 # Events whose preData is what their stream held before them.
 NEEDS_BEFORE: Final = (
+    AddonUpdated,
+    AddonDeleted,
     StrategyUpdated,
     StrategyRemoved,
     EnvironmentVariantsSet,
@@ -204,6 +208,8 @@ class _Stream:
                 | StrategyDefinitionUpdated()
                 | ContextFieldCreated()
                 | ContextFieldUpdated()
+                | AddonCreated()
+                | AddonUpdated()
             ):
                 self.entity = event
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
+from eventlog.events.addons import AddonCreated, AddonDeleted, AddonUpdated
 from eventlog.events.api_tokens import ApiTokenCreated, ApiTokenDeleted
 from eventlog.events.base import Event
 from eventlog.events.feature_types import FeatureTypeLifetimeChanged
@@ -323,6 +324,21 @@ def _pat(event: PersonalAccessTokenCreated) -> dict[str, Any]:
     }
 
 
+def _addon(event: AddonCreated | AddonUpdated) -> dict[str, Any]:
+    """An integration as Unleash's addon-config events show it: without its parameters."""
+    shown = {
+        "id": event.addon_id,
+        "description": event.description,
+        "enabled": event.enabled,
+        "events": event.events,
+        "projects": event.projects,
+        "environments": event.environments,
+    }
+    if isinstance(event, AddonCreated):
+        shown = {"provider": event.provider} | shown | {"createdAt": camel(event)["createdAt"]}
+    return shown
+
+
 def data(event: DomainEvent) -> Any:  # noqa: C901, PLR0911, PLR0912 - a shape per event type
     """What happened, in Unleash's shape where Unleash records it; null where Unleash's data
     is null (archive, stale, on/off: the type and the envelope say it all)."""
@@ -395,11 +411,15 @@ def data(event: DomainEvent) -> Any:  # noqa: C901, PLR0911, PLR0912 - a shape p
             return {"id": "maintenance.mode", "enabled": enabled}
         case FrontendApiOriginsSet(origins=origins):
             return {"id": "unleash.frontend", "frontendApiOrigins": origins}
+        case AddonCreated() | AddonUpdated():
+            return _addon(event)
+        case AddonDeleted():
+            return None
     # Ours, with no Unleash counterpart: the stored data, camelCase, secrets left out.
     return camel(event)
 
 
-def pre_data(event: DomainEvent, before: Any) -> Any:  # noqa: PLR0911 - one per shape
+def pre_data(event: DomainEvent, before: Any) -> Any:  # noqa: C901, PLR0911 - one per shape
     """What the event changed or removed, as it was just before (Unleash's preData)."""
     match event:
         case FeatureUntagged(tag_type=tag_type, value=value):
@@ -419,6 +439,8 @@ def pre_data(event: DomainEvent, before: Any) -> Any:  # noqa: PLR0911 - one per
             return _pat(before)
         case SegmentCreated() | SegmentUpdated():
             return data(before)
+        case AddonCreated() | AddonUpdated():
+            return _addon(before)
         case (
             UserCreated()
             | UserRecord()

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Final
 from eventlog import checks
 from eventlog.events.base import Metadata
 from eventlog.privacy import keys
+from service.addons import secrets
 from service.privacy import erasure
 
 if TYPE_CHECKING:
@@ -85,11 +86,13 @@ async def erase_user(work: Work, conn: Conn, person: int) -> list[str]:
 
 
 async def rotate_master_key(conn: Conn, masters: keys.Masters) -> int:
-    """Every data key wrapped by the current master key, in batches; how many were re-wrapped."""
+    """Every data key (of persons and of integrations) wrapped by the current master key, in
+    batches; how many were re-wrapped."""
     total = 0
     while True:
         async with conn.transaction():
             done = await keys.rewrap(conn, masters)
+            done += await secrets.rewrap(conn, masters)
         total += done
         if done == 0:
             return total

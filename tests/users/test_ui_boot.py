@@ -123,6 +123,9 @@ EDITOR_PERMISSIONS = sorted(
         "DELETE_CONTEXT_FIELD",
         "UPDATE_APPLICATION",
         "DELETE_APPLICATION",
+        "CREATE_ADDON",
+        "UPDATE_ADDON",
+        "DELETE_ADDON",
         "READ_CLIENT_API_TOKEN",
         "READ_FRONTEND_API_TOKEN",
     ]
