@@ -13,12 +13,12 @@ INT64 = 2**63
 
 
 def for_type(tp: Any) -> st.SearchStrategy[Any]:
-    """Values of a type as msgspec sees it: Structs, str, int, bool, None, lists, dicts,
+    """Values of a type as msgspec sees it: Structs, str, int, float, bool, None, lists, dicts,
     datetimes (aware, UTC), unions of these."""
     return _strategy(mi.type_info(tp))
 
 
-def _strategy(info: mi.Type) -> st.SearchStrategy[Any]:  # noqa: PLR0911 - one case per kind
+def _strategy(info: mi.Type) -> st.SearchStrategy[Any]:  # noqa: C901, PLR0911 - one case per kind
     match info:
         case mi.StructType(cls=cls, fields=fields):
             return st.builds(cls, **{f.name: _strategy(f.type) for f in fields})
@@ -26,6 +26,8 @@ def _strategy(info: mi.Type) -> st.SearchStrategy[Any]:  # noqa: PLR0911 - one c
             return st.text(max_size=20)
         case mi.IntType():
             return st.integers(min_value=-INT64, max_value=INT64 - 1)
+        case mi.FloatType():  # finite: JSON has no NaN or infinity
+            return st.floats(allow_nan=False, allow_infinity=False)
         case mi.BoolType():
             return st.booleans()
         case mi.NoneType():

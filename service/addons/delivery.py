@@ -34,7 +34,9 @@ import aiohttp
 import msgspec
 import structlog
 
+import eventlog
 from eventlog import connections
+from eventlog.events.addons import AddonCreated, AddonUpdated
 from eventlog.logs import Throttled
 from eventlog.notify import Listener, first_set
 from service.addons import domain, formats, network, queries, secrets
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
 
     import asyncpg
 
+    from eventlog.codec import RecordedEvent
     from service.addons.network import Network
     from service.metrics import Metrics
     from service.settings import Settings
@@ -55,7 +58,10 @@ log = structlog.get_logger("integrations")
 
 # The integration's advisory locks: pg_try_advisory_lock(LOCK_CLASS, id).
 LOCK_CLASS: Final = 1_718_045
-CLAIM_SECONDS: Final = 1.0  # how often a replica looks for integrations nobody delivers for
+CLAIM_SECONDS: Final = 1.0
+# At a stop, what is being delivered gets this long to be answered and recorded (the app gives
+# each background task two seconds).
+STOP_GRACE_SECONDS: Final = 1.5  # how often a replica looks for integrations nobody delivers for
 PAGE: Final = 200  # events read from the log at a time
 FLUSH_EVERY: Final = 100  # successful deliveries recorded together at most
 FLUSH_SECONDS: Final = 0.25  # ... or after this long
@@ -65,11 +71,12 @@ TRIM_EVERY: Final = 500  # deliveries recorded between two trims
 ANSWER_SHOWN: Final = 500  # characters of a receiver's answer kept in a delivery's details
 RETRIED_STATUSES: Final = frozenset({408, 429})
 HTTP_OK, HTTP_REDIRECT, HTTP_SERVER_ERROR = 200, 300, 500
+_OURS: Final = frozenset(
+    {"unleash-event-id", "flagstore-delivery-attempt", "flagstore-timestamp", "flagstore-signature"}
+)
 
 CHECKPOINT_INIT = """
-INSERT INTO addon_checkpoints (addon_id, position)
-SELECT $1, position FROM events
-WHERE stream_type = 'addon' AND stream_key = $2 AND stream_version = 1
+INSERT INTO addon_checkpoints (addon_id, position) VALUES ($1, $2)
 ON CONFLICT (addon_id) DO NOTHING
 """
 CHECKPOINT = """
@@ -92,11 +99,6 @@ SELECT $1, * FROM unnest($2::bigint[], $3::integer[], $4::text[], $5::text[], $6
 TRIM = """
 DELETE FROM addon_deliveries WHERE addon_id = $1 AND id < (
     SELECT id FROM addon_deliveries WHERE addon_id = $1 ORDER BY id DESC OFFSET $2 LIMIT 1)
-"""
-# The integration's own changes, for the ranges of the log in which it was enabled.
-CHANGES = """
-SELECT position, type, coalesce((data ->> 'enabled')::boolean, false) AS enabled
-FROM events WHERE stream_type = 'addon' AND stream_key = $1 ORDER BY stream_version
 """
 
 
@@ -128,14 +130,33 @@ class Timing(NamedTuple):
         return ceiling * (0.5 + random.random() / 2)  # noqa: S311 - jitter, not a secret
 
 
-def enabled_at(changes: Sequence[asyncpg.Record], position: int) -> bool:
+class Change(NamedTuple):
+    """One of the integration's own events: where in the log, and whether it was enabled
+    from there on."""
+
+    position: int
+    enabled: bool
+
+
+def changes_of(records: Sequence[RecordedEvent]) -> list[Change]:
+    """The integration's stream as the ranges of the log in which it was enabled."""
+    found = []
+    for record in records:
+        assert record.position is not None  # a stored event
+        event = record.event
+        enabled = isinstance(event, AddonCreated | AddonUpdated) and event.enabled
+        found.append(Change(record.position, enabled))
+    return found
+
+
+def enabled_at(changes: Sequence[Change], position: int) -> bool:
     """Whether the integration was enabled when the event at `position` was committed (after
     its creation, before its deletion)."""
     enabled = False
     for change in changes:
-        if change["position"] >= position:
+        if change.position >= position:
             break
-        enabled = change["type"] != "AddonDeleted" and change["enabled"]
+        enabled = change.enabled
     return enabled
 
 
@@ -248,7 +269,7 @@ class Deliveries:
             self.stopping.set()
             for event in self.wakes.values():
                 event.set()
-            await self._drop_all(grace=1.0)
+            await self._drop_all(grace=STOP_GRACE_SECONDS)
             await listener.close()
 
     async def _claim(self, conn: asyncpg.Connection) -> None:
@@ -267,19 +288,25 @@ class Deliveries:
                 self.wakes[addon_id] = asyncio.Event()
                 self.tasks[addon_id] = asyncio.create_task(self._deliver(addon_id))
 
-    async def _drop(self, addon_id: int, grace: float = 0.0) -> None:
-        task = self.tasks.pop(addon_id)
-        self.wakes.pop(addon_id, None)
-        if not task.done() and grace > 0:
-            with contextlib.suppress(TimeoutError, asyncio.CancelledError, Exception):
-                await asyncio.wait_for(asyncio.shield(task), grace)
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task
+    async def _drop(self, addon_id: int) -> None:
+        await self._drop_all([addon_id])
 
-    async def _drop_all(self, grace: float = 0.0) -> None:
-        for addon_id in list(self.tasks):
-            await self._drop(addon_id, grace)
+    async def _drop_all(self, addon_ids: list[int] | None = None, grace: float = 0.0) -> None:
+        """Stop delivering for these integrations (all): each finishes the request it is in
+        and records what it delivered if it can within `grace` seconds, together."""
+        tasks = [self.tasks.pop(i) for i in (list(self.tasks) if addon_ids is None else addon_ids)]
+        for addon_id in addon_ids or []:
+            self.wakes.pop(addon_id, None)
+        if addon_ids is None:
+            self.wakes.clear()
+        running = [t for t in tasks if not t.done()]
+        if running and grace > 0:
+            await asyncio.wait(running, timeout=grace)
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
 
     # One integration
 
@@ -315,7 +342,12 @@ class _Courier:
 
     async def run(self) -> None:
         pool = self.owner.pool
-        await pool.execute(CHECKPOINT_INIT, self.addon_id, str(self.addon_id))
+        async with pool.acquire() as conn:
+            changes = changes_of(await eventlog.read_stream(conn, domain.stream(self.addon_id)))
+        if not changes:
+            return
+        # Deliveries start after the event that created the integration.
+        await pool.execute(CHECKPOINT_INIT, self.addon_id, changes[0].position)
         wake = self.owner.wakes[self.addon_id]
         while not self.owner.stopping.is_set():
             config = await self._config()
@@ -369,8 +401,10 @@ class _Courier:
             if not entries:
                 return False
             contexts = await audit_queries.contexts(conn, entries)
-            changes = await conn.fetch(CHANGES, str(self.addon_id))
+            changes = changes_of(await eventlog.read_stream(conn, domain.stream(self.addon_id)))
         for entry in entries:
+            if self.owner.stopping.is_set():
+                break  # what was delivered is recorded below
             position = entry.recorded.position
             assert position is not None  # a stored event
             shown = log_event(entry, contexts[position])
@@ -404,8 +438,6 @@ class _Courier:
             if waits:
                 return False
             attempts, failing_since = 0, None
-            if self.owner.stopping.is_set():
-                break
         await self._flush()
         return True
 
@@ -465,8 +497,9 @@ class _Courier:
                 state="failed", retry=False, details=f"The request could not be made: {exc}"
             )
         timestamp = int(time.time())
-        headers = {
-            **outgoing.headers,
+        # Ours win over a custom header of the same name, in any case.
+        headers = {k: v for k, v in outgoing.headers.items() if k.lower() not in _OURS}
+        headers |= {
             "Unleash-Event-Id": str(position),
             "Flagstore-Delivery-Attempt": str(attempt),
             "Flagstore-Timestamp": str(timestamp),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated
@@ -14,6 +15,7 @@ from service.addons import domain, network, providers, queries, secrets
 from service.addons.commands import SaveAddon
 from service.addons.responses import AddonAnswer, AddonList, Delivery, DeliveryList
 from service.appkeys import POOL, SETTINGS
+from service.errors import ValidationError
 from service.http.answers import empty, json_response
 from service.http.past import reading
 from service.http.requests import actor, int_param, read_json, unit_of_work
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
     from service.addons.network import Network
 
 ONE = "/api/admin/addons/{id}"
+LOOKUP_SECONDS = 5.0  # a receiver's name must resolve within this long when saved
 DELIVERIES_SHOWN = 50  # a page of deliveries, as Unleash's
 MAX_DELIVERIES_SHOWN = 100
 
@@ -62,14 +65,30 @@ async def check_receivers(
         return  # the decision names the unknown provider
     for parameter in definition.parameters:
         value = parameters.get(parameter.name)
-        if parameter.type != "url" or not isinstance(value, str) or not value.strip():
+        if parameter.type != "url" or value is None:
+            continue
+        if not isinstance(value, str):
+            raise ValidationError(
+                f"The {parameter.name} parameter is a URL: give it as a string "
+                f"- at `$.parameters.{parameter.name}`"
+            )
+        if not value.strip():
             continue
         url = value.strip()
         network.check_url(url, allowed)
         parts = urlsplit(url)
         port = parts.port or (443 if parts.scheme == "https" else 80)
         assert parts.hostname is not None  # check_url refuses a URL without a host
-        await network.check_host(parts.hostname, port, allowed)
+        try:
+            async with asyncio.timeout(LOOKUP_SECONDS):
+                await network.check_host(parts.hostname, port, allowed)
+        except (OSError, TimeoutError):
+            # Where a name leads cannot be judged before it resolves: saved, it would fail at
+            # every delivery.
+            raise ValidationError(
+                f"The host {parts.hostname} of the {parameter.name} parameter does not resolve "
+                f"to an address - at `$.parameters.{parameter.name}`"
+            ) from None
 
 
 async def list_addons(request: web.Request) -> web.Response:

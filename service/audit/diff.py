@@ -36,6 +36,7 @@ KINDS: Final = (
     "setting",
     "application",
     "invite-link",
+    "addon",
 )
 _SNAKE = re.compile(r"_([a-z0-9])")
 _json = msgspec.json.Decoder()

@@ -230,3 +230,12 @@ async def test_a_master_key_rotation_rewraps_integration_keys(
             "SELECT master_id FROM addon_keys WHERE addon_id = $1", made["id"]
         )
     assert wrapped_by == rotated.current.id
+
+
+async def test_a_receiver_whose_name_does_not_resolve_is_a_400(client: Client) -> None:
+    body = webhook(parameters={"url": "https://no-such-host.invalid/hook"})
+    message = await error(
+        await client.post(ADDONS, json=body, headers=ADMIN), 400, "ValidationError"
+    )
+    assert "no-such-host.invalid" in message
+    assert "does not resolve" in message

@@ -236,20 +236,21 @@ async def hooked_wait_attempt(hooked: Receiver) -> None:
 
 
 async def test_a_receiver_that_never_recovers_is_given_up_and_the_next_event_goes(
-    aiohttp_client: Any, aiohttp_server: Any, dsn: str
+    dsn: str, aiohttp_client: Any, aiohttp_server: Any
 ) -> None:
+    """(The database is asked for first, so that it outlives the service made here.)"""
     quick: Settings = settings_for(
         dsn,
         integration_allowed_networks="127.0.0.0/8",
         integration_time_scale=1000.0,
         integration_give_up_hours=0.05,  # 180 s of the delivery's clock: 0.18 s here
     )
+    hooked = Receiver(answer=lambda a: (500, {}) if a.json()["featureName"] == "x" else (200, {}))
+    server = await aiohttp_server(hooked.app())
     await seed_database(dsn)
     app = create_app(quick, dsn, resolver=resolve_with_test_principals)
     conformance.install(app)
     service = await aiohttp_client(ServiceTestServer(app))
-    hooked = Receiver(answer=lambda a: (500, {}) if a.json()["featureName"] == "x" else (200, {}))
-    server = await aiohttp_server(hooked.app())
     made = await integrate(service, f"http://127.0.0.1:{server.port}/hook")
     await flags(service, "x", "y")
     arrived = await hooked.wait_for(1)

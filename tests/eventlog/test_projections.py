@@ -160,6 +160,7 @@ async def test_verify_passes_on_a_healthy_log(any_conn: Conn) -> None:
     assert (report.events, report.streams) == (3, 2)
     assert report.read_models == {
         "api_tokens": "matches rebuild",
+        "addons": "matches rebuild",
         "users": "matches rebuild",
         "user_passwords": "matches rebuild",
         "personal_access_tokens": "matches rebuild",

@@ -19,16 +19,8 @@ from tools.operations import operations
 
 THEIRS = Path(__file__).with_name("unleash_admin_operations.txt")
 
-_ADDONS = "the integrations page: issue 45 (addons delivered from the log)"
-
 # (METHOD, path with parameters as {}) -> why we do not answer it.
 OUT_OF_SCOPE: dict[tuple[str, str], str] = {
-    ("GET", "/api/admin/addons"): _ADDONS,
-    ("POST", "/api/admin/addons"): _ADDONS,
-    ("GET", "/api/admin/addons/{}"): _ADDONS,
-    ("PUT", "/api/admin/addons/{}"): _ADDONS,
-    ("DELETE", "/api/admin/addons/{}"): _ADDONS,
-    ("GET", "/api/admin/addons/{}/events"): _ADDONS,
     ("DELETE", "/api/admin/user-admin/scim-users"): (
         "SCIM provisioning is Enterprise-only in Unleash: the open-source server answers it "
         "only to say so, and there is no SCIM here to clean up after"
