@@ -192,9 +192,19 @@ async def test_the_provider_of_an_integration_never_changes(client: Client) -> N
     assert "provider" in message
 
 
-@pytest.mark.parametrize("path", ["/4711", "/abc", "/4711/events"])
+@pytest.mark.parametrize("path", ["/4711", "/abc", "/abc/events"])
 async def test_an_unknown_integration_is_a_404(client: Client, path: str) -> None:
     await error(await client.get(ADDONS + path, headers=ADMIN), 404, "NotFoundError")
+
+
+async def test_an_unknown_or_deleted_integration_has_no_events(client: Client) -> None:
+    """Unleash answers 200 with none: its UI asks for the last delivery of a card it still
+    shows right after the integration's deletion."""
+    made = await create(client)
+    assert (await client.delete(f"{ADDONS}/{made['id']}", headers=ADMIN)).status == 200
+    for addon_id in (made["id"], 4711):
+        path = f"{ADDONS}/{addon_id}/events?limit=1&offset=0"
+        assert await ok(await client.get(path, headers=ADMIN)) == {"integrationEvents": []}
 
 
 async def test_deleting_destroys_the_key_and_a_second_delete_is_a_200(

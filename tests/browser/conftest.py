@@ -51,6 +51,8 @@ def _ours(pg18: PgServer) -> Iterator[Target]:
             INIT_ADMIN_API_TOKENS=ADMIN_TOKEN,
             # The UI `make install` fetched (the service's default folder), or another.
             UI_DIR=os.environ.get("UI_DIR", str(DEFAULT_DIR)),
+            # The integrations journey's webhook receiver listens on this machine.
+            INTEGRATION_ALLOWED_NETWORKS="127.0.0.0/8",
         )
         asyncio.run(wait_ready(server))
         target = Target("ours", server.url, USERNAME, STRONG, ADMIN_TOKEN)

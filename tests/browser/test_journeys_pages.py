@@ -21,9 +21,9 @@ if TYPE_CHECKING:
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
 # The menus' pages (Unleash 6.10.1's routes, as its sidebar and admin menu link them). Left out:
-# /integrations (the addons: issue 45) and /admin/admin-invoices (hosted Unleash only: the
-# reference answers its GET /api/admin/invoices 404 too). /insights and /environments are
-# Enterprise pages: the open-source build shows its not-found page for them.
+# /admin/admin-invoices (hosted Unleash only: the reference answers its GET /api/admin/invoices
+# 404 too). /insights and /environments are Enterprise pages: the open-source build shows its
+# not-found page for them.
 PAGES = (
     "/personal",
     "/projects",
@@ -41,6 +41,7 @@ PAGES = (
     "/strategies",
     "/segments",
     "/tag-types",
+    "/integrations",
     "/history",
     "/profile",
     "/profile/personal-api-tokens",
