@@ -339,6 +339,7 @@ class _Courier:
         self.position = 0  # the checkpoint as stored
         self.dealt = 0  # the last position dealt with (stored at the next flush)
         self.recorded = 0
+        self.secrets: list[str] = []  # the plain values of its secrets, masked in what is kept
 
     async def run(self) -> None:
         pool = self.owner.pool
@@ -380,6 +381,7 @@ class _Courier:
         if domain.SIGNING_SECRET not in opened:
             return None  # deleted: its key is gone
         signing = opened.pop(domain.SIGNING_SECRET)
+        self.secrets = sorted((v for v in opened.values() if v), key=len, reverse=True)
         plain: dict[str, Any] = {**addon.parameters, **opened}
         return _Config(addon, plain, signing)
 
@@ -554,7 +556,7 @@ class _Courier:
         event: dict[str, Any],
         outgoing: formats.Outgoing | None,
     ) -> None:
-        details = dict(outgoing.details) if outgoing is not None else {}
+        details = _masked(dict(outgoing.details), self.secrets) if outgoing is not None else {}
         details |= {"eventId": position, "attempt": attempt}
         if not self.pending.rows:
             self.pending.since = time.monotonic()
@@ -563,7 +565,7 @@ class _Courier:
                 position,
                 attempt,
                 outcome.state,
-                outcome.details,
+                _masked(outcome.details, self.secrets),
                 msgspec.json.encode(event).decode(),
                 msgspec.json.encode(details).decode(),
             )
@@ -609,6 +611,21 @@ class _Courier:
                     self.recorded = 0
         self.position = self.dealt
         self.pending = _Pending()
+
+
+def _masked(value: Any, secrets: list[str]) -> Any:
+    """What is kept of a request (its events list shows it): every secret's value, wherever it
+    occurs (the webhook's URL is one), as `*****`."""
+    match value:
+        case str():
+            for secret in secrets:
+                value = value.replace(secret, domain.MASK)
+            return value
+        case dict():
+            return {k: _masked(v, secrets) for k, v in value.items()}
+        case list():
+            return [_masked(v, secrets) for v in value]
+    return value
 
 
 def _kept(addon: domain.Addon, project: str | None, environment: str | None) -> bool:

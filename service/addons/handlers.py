@@ -168,6 +168,7 @@ async def delete_addon(request: web.Request) -> web.Response:
         if event is not None:
             await uow.append(domain.stream(addon_id), [event], actor(request))
             await secrets.destroy(uow.conn, addon_id)
+            await uow.conn.execute(queries.FORGET_DELIVERIES, addon_id)
     return empty()
 
 

@@ -19,3 +19,8 @@ SELECT id, addon_id, position, attempt, state, state_details, event::text AS eve
        details::text AS details, created_at
 FROM addon_deliveries WHERE addon_id = $1 ORDER BY id DESC LIMIT $2 OFFSET $3
 """
+# What delivery kept of an integration goes with it: its checkpoint and its deliveries.
+FORGET_DELIVERIES = """
+WITH gone AS (DELETE FROM addon_deliveries WHERE addon_id = $1)
+DELETE FROM addon_checkpoints WHERE addon_id = $1
+"""

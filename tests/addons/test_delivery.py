@@ -101,6 +101,12 @@ async def test_each_event_arrives_once_in_order_signed_and_listed(
     assert shown[0]["integrationId"] == made["id"]
     assert shown[0]["details"]["eventId"] == ids[-1]
     assert "status code: 200" in shown[0]["stateDetails"]
+    # The webhook's URL is a secret: what is kept of the request masks it.
+    assert shown[0]["details"]["url"] == "*****"
+    assert url not in str(shown)
+    # Deleting the integration deletes what delivery kept of it.
+    await ok(await client.delete(f"{ADDONS}/{made['id']}", headers=ADMIN))
+    assert await deliveries(client, made["id"], 0) == []
 
 
 async def test_events_before_the_integration_and_of_other_types_are_not_sent(
