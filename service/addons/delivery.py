@@ -371,6 +371,8 @@ class _Courier:
             contexts = await audit_queries.contexts(conn, entries)
             changes = await conn.fetch(CHANGES, str(self.addon_id))
         for entry in entries:
+            if self.owner.stopping.is_set():
+                break  # the stop waits a second, not for the page: what was answered is saved
             position = entry.recorded.position
             assert position is not None  # a stored event
             shown = log_event(entry, contexts[position])
@@ -404,8 +406,6 @@ class _Courier:
             if waits:
                 return False
             attempts, failing_since = 0, None
-            if self.owner.stopping.is_set():
-                break
         await self._flush()
         return True
 
