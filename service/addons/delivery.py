@@ -406,7 +406,7 @@ class _Courier:
             changes = changes_of(await eventlog.read_stream(conn, domain.stream(self.addon_id)))
         for entry in entries:
             if self.owner.stopping.is_set():
-                break  # what was delivered is recorded below
+                break  # the stop waits a second, not for the page: what was answered is saved
             position = entry.recorded.position
             assert position is not None  # a stored event
             shown = log_event(entry, contexts[position])

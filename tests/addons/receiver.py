@@ -36,15 +36,18 @@ class Arrival:
 @dataclass
 class Receiver:
     """`answer` decides each request's status (and headers); every request is recorded,
-    `delivered` only those answered with a 2xx."""
+    `delivered` only those answered with a 2xx; each answer takes `delay` seconds."""
 
     answer: Callable[[Arrival], tuple[int, dict[str, str]]] = lambda _a: (200, {})
+    delay: float = 0.0
     arrivals: list[Arrival] = field(default_factory=list)
     delivered: list[Arrival] = field(default_factory=list)
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def handle(self, request: web.Request) -> web.Response:
         arrival = Arrival(dict(request.headers), await request.read())
+        if self.delay:
+            await asyncio.sleep(self.delay)
         self.arrivals.append(arrival)
         status, headers = self.answer(arrival)
         if 200 <= status < 300:

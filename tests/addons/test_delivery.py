@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from eventlog import connections
 from eventlog.events.base import SYSTEM
 from eventlog.events.features import FeatureCreated
 from service.addons import delivery
@@ -233,6 +234,34 @@ async def test_an_erased_persons_data_is_never_delivered(
     assert all(
         value not in a.body.decode() for a in hooked.arrivals[1:] for value in person.values()
     )
+
+
+async def test_a_stop_sends_nothing_more_and_records_every_answer(
+    client: Client, dsn: str, aiohttp_server: Any
+) -> None:
+    """A graceful stop in the middle of a page of events: the next event is not sent, and each
+    answered one is recorded (a delivery cut off by the stop's 1 s would be sent again after
+    the restart). Each answer takes 20 ms, so the page's rest takes longer than that second."""
+    hooked = Receiver(answer=lambda _a: (503, {}), delay=0.02)
+    server = await aiohttp_server(hooked.app())
+    made = await integrate(client, f"http://127.0.0.1:{server.port}/hook")
+    await flags(client, *(f"waiting-{n}" for n in range(100)))
+    hooked.answer = lambda _a: (200, {})
+    await hooked.wait_for(20)
+    before = len(hooked.arrivals)
+    await client.close()
+    after = len(hooked.arrivals)
+    sent = [a.event_id for a in hooked.delivered]
+    conn = await connections.connect(dsn)
+    try:
+        checkpoint = await conn.fetchval(
+            "SELECT position FROM addon_checkpoints WHERE addon_id = $1", made["id"]
+        )
+    finally:
+        await conn.close()
+    assert len(sent) < 100  # stopped mid-page
+    assert after - before <= 10  # the one in flight, those while the app closes: not 1 s's
+    assert checkpoint == max(sent)
 
 
 async def hooked_wait_attempt(hooked: Receiver) -> None:
