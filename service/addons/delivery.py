@@ -340,6 +340,7 @@ class _Courier:
         self.dealt = 0  # the last position dealt with (stored at the next flush)
         self.recorded = 0
         self.secrets: list[str] = []  # the plain values of its secrets, masked in what is kept
+        self.retrying = False  # a failed attempt waits for its next one
 
     async def run(self) -> None:
         pool = self.owner.pool
@@ -365,8 +366,9 @@ class _Courier:
                     await asyncio.wait_for(self.owner.stopping.wait(), wait)
                 continue
             wake.clear()
+            self.retrying = False
             more = await self._page(config, row["attempts"], row["failing_since"])
-            if not more:
+            if not more and not self.retrying:  # a retry waits for its time, above
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(first_set(wake, self.owner.stopping), CLAIM_SECONDS * 5)
 
@@ -471,6 +473,7 @@ class _Courier:
                 next_at=now + timedelta(seconds=delay / self.timing.scale),
                 error=outcome.details,
             )
+            self.retrying = True
             return True
         if outcome.retry:
             details = (
