@@ -46,7 +46,8 @@ def allowed(request: web.Request) -> tuple[Network, ...]:
 
 
 def addon_id_or_404(value: str) -> int:
-    if not (value.isascii() and value.isdigit()) or len(value) > 18:
+    # Ids start at 1, as the document says; a bigint has at most 18 digits here.
+    if not (value.isascii() and value.isdigit()) or len(value) > 18 or int(value) < 1:
         raise domain.addon_missing()
     return int(value)
 

@@ -192,7 +192,7 @@ async def test_the_provider_of_an_integration_never_changes(client: Client) -> N
     assert "provider" in message
 
 
-@pytest.mark.parametrize("path", ["/4711", "/abc", "/abc/events"])
+@pytest.mark.parametrize("path", ["/4711", "/0", "/0/events", "/abc", "/abc/events"])
 async def test_an_unknown_integration_is_a_404(client: Client, path: str) -> None:
     await error(await client.get(ADDONS + path, headers=ADMIN), 404, "NotFoundError")
 
