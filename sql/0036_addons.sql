@@ -43,8 +43,9 @@ CREATE TABLE addon_checkpoints (
 );
 
 -- What each integration sent and what came back (Unleash's integration events): one row per
--- attempt that ended an event (delivered, refused, given up) and per failed attempt. Trimmed
--- to the newest rows per integration.
+-- attempt. Trimmed to the newest rows per integration. No personal data: the event is named by
+-- its position and read from the log when shown (so an erased person reads "[erased]"), and
+-- `details` keeps only the request's URL (secrets masked), content type and size.
 CREATE TABLE addon_deliveries (
     id            bigserial NOT NULL,
     addon_id      bigint NOT NULL,
@@ -52,7 +53,6 @@ CREATE TABLE addon_deliveries (
     attempt       integer NOT NULL,
     state         text NOT NULL,
     state_details text NOT NULL,
-    event         jsonb NOT NULL,
     details       jsonb NOT NULL,
     created_at    timestamptz NOT NULL DEFAULT now(),
     CONSTRAINT addon_deliveries_pkey PRIMARY KEY (id)

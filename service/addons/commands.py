@@ -37,6 +37,6 @@ class SaveAddon(msgspec.Struct, frozen=True, kw_only=True):
     enabled: bool = True
     description: Description | None = None
     parameters: Annotated[dict[ParameterName, Parameter], msgspec.Meta(max_length=50)] = {}
-    events: Names = []
+    events: Names  # required, as in Unleash
     projects: Names = []
     environments: Names = []

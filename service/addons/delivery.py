@@ -40,6 +40,7 @@ from eventlog.events.addons import AddonCreated, AddonUpdated
 from eventlog.logs import Throttled
 from eventlog.notify import Listener, first_set
 from service.addons import domain, formats, network, queries, secrets
+from service.addons.rendering import Rendering
 from service.audit import logsearch
 from service.audit import queries as audit_queries
 from service.audit.responses import log_event
@@ -92,10 +93,12 @@ SET position = $3, attempts = $4, failing_since = $5, next_attempt_at = $6, last
 WHERE addon_id = $1 AND position = $2
 """
 RECORD = """
-INSERT INTO addon_deliveries (addon_id, position, attempt, state, state_details, event, details)
-SELECT $1, * FROM unnest($2::bigint[], $3::integer[], $4::text[], $5::text[], $6::jsonb[],
-                         $7::jsonb[])
+INSERT INTO addon_deliveries (addon_id, position, attempt, state, state_details, details)
+SELECT $1, * FROM unnest($2::bigint[], $3::integer[], $4::text[], $5::text[], $6::jsonb[])
 """
+# What a delivery keeps of the request it made: nothing of a person (a body or a message may
+# name one; the event itself is read from the log when shown).
+KEPT_DETAILS: Final = ("url", "contentType", "channels", "username")
 TRIM = """
 DELETE FROM addon_deliveries WHERE addon_id = $1 AND id < (
     SELECT id FROM addon_deliveries WHERE addon_id = $1 ORDER BY id DESC OFFSET $2 LIMIT 1)
@@ -216,7 +219,7 @@ def judge(status: int, answer: str, retry_after: str | None, warnings: list[str]
 class _Pending:
     """Deliveries recorded together, with the checkpoint they move to."""
 
-    rows: list[tuple[int, int, str, str, str, str]] = field(default_factory=list)
+    rows: list[tuple[int, int, str, str, str]] = field(default_factory=list)
     since: float = 0.0
 
 
@@ -243,6 +246,7 @@ class Deliveries:
         self.tasks: dict[int, asyncio.Task[None]] = {}
         self.wakes: dict[int, asyncio.Event] = {}
         self.stopping = asyncio.Event()
+        self.rendering = Rendering()
 
     async def run(self, stop: asyncio.Event) -> None:
         wake = asyncio.Event()
@@ -270,6 +274,7 @@ class Deliveries:
             for event in self.wakes.values():
                 event.set()
             await self._drop_all(grace=STOP_GRACE_SECONDS)
+            self.rendering.close()
             await listener.close()
 
     async def _claim(self, conn: asyncpg.Connection) -> None:
@@ -423,7 +428,7 @@ class _Courier:
             recorded_at = entry.recorded.recorded_at
             if outcome.state != "failed":
                 self._metric(addon.provider, "success", recorded_at)
-                self._add(position, attempt, outcome, event, outgoing)
+                self._add(position, attempt, outcome, outgoing)
                 attempts, failing_since = 0, None
                 self.dealt = position
                 if self._full():
@@ -435,7 +440,6 @@ class _Courier:
                 position=position,
                 attempt=attempt,
                 outcome=outcome,
-                event=event,
                 outgoing=outgoing,
                 failing_since=failing_since,
             )
@@ -452,7 +456,6 @@ class _Courier:
         position: int,
         attempt: int,
         outcome: Outcome,
-        event: dict[str, Any],
         outgoing: formats.Outgoing | None,
         failing_since: datetime | None,
     ) -> bool:
@@ -466,7 +469,7 @@ class _Courier:
             delay = min(delay, self.timing.give_up_seconds)
             details = f"{outcome.details} Attempt {attempt}; the next in {delay:.0f} s."
             self._metric(provider, "retried")
-            self._add(position, attempt, outcome._replace(details=details), event, outgoing)
+            self._add(position, attempt, outcome._replace(details=details), outgoing)
             await self._flush(
                 attempts=attempt,
                 failing_since=failing_since,
@@ -485,7 +488,7 @@ class _Courier:
         else:
             details = outcome.details
             self._metric(provider, "failed")
-        self._add(position, attempt, outcome._replace(details=details), event, outgoing)
+        self._add(position, attempt, outcome._replace(details=details), outgoing)
         self.dealt = position
         await self._flush()
         return False
@@ -494,7 +497,7 @@ class _Courier:
         self, config: _Config, position: int, event: dict[str, Any], attempt: int
     ) -> tuple[formats.Outgoing | None, Outcome]:
         try:
-            outgoing = formats.render(
+            outgoing = await self.owner.rendering.render(
                 config.addon.provider, config.plain, event, unleash_url=self.owner.unleash_url
             )
         except Exception as exc:  # a parameter the provider cannot use
@@ -556,10 +559,12 @@ class _Courier:
         position: int,
         attempt: int,
         outcome: Outcome,
-        event: dict[str, Any],
         outgoing: formats.Outgoing | None,
     ) -> None:
-        details = _masked(dict(outgoing.details), self.secrets) if outgoing is not None else {}
+        details: dict[str, Any] = {}
+        if outgoing is not None:
+            kept = {k: v for k, v in outgoing.details.items() if k in KEPT_DETAILS}
+            details = _masked(kept, self.secrets) | {"bodyBytes": len(outgoing.body)}
         details |= {"eventId": position, "attempt": attempt}
         if not self.pending.rows:
             self.pending.since = time.monotonic()
@@ -569,7 +574,6 @@ class _Courier:
                 attempt,
                 outcome.state,
                 _masked(outcome.details, self.secrets),
-                msgspec.json.encode(event).decode(),
                 msgspec.json.encode(details).decode(),
             )
         )

@@ -34,6 +34,24 @@ JSON = "application/json"
 DATADOG_URL = "https://api.datadoghq.com/api/v1/events"
 SLACK_MAX_TEXT = 3000
 
+# Headers that say how the body is framed, encoded or carried: set by us (and the HTTP client)
+# alone, since a custom one would corrupt the request or its signature.
+FRAMING = frozenset(
+    {
+        "content-length",
+        "transfer-encoding",
+        "content-encoding",
+        "host",
+        "connection",
+        "keep-alive",
+        "upgrade",
+        "te",
+        "trailer",
+        "proxy-connection",
+    }
+)
+# A rendered body larger than this is not sent: the default body goes instead, with a warning.
+MAX_BODY_BYTES = 1024 * 1024
 BAD_HEADERS_JSON = "Could not parse the JSON in the customHeaders parameter."
 BAD_HEADERS_SHAPE = (
     "The customHeaders parameter is not a JSON object whose values are strings; no extra "
@@ -91,10 +109,16 @@ def _mustache(template: str, context: Mapping[str, Any]) -> str:
 def _template(template: str, context: Mapping[str, Any], warnings: list[str]) -> str | None:
     """The rendered template, or None (and a warning) when it cannot be rendered."""
     try:
-        return _mustache(template, context)
+        rendered = _mustache(template, context)
     except Exception as error:  # a user's template: any failure is a warning, never a crash
         warnings.append(f"Could not render the bodyTemplate ({error}); sent the default body.")
         return None
+    if len(rendered) > MAX_BODY_BYTES:  # characters: at least as many bytes
+        warnings.append(
+            f"The bodyTemplate rendered over {MAX_BODY_BYTES} bytes; sent the default body."
+        )
+        return None
+    return rendered
 
 
 def _param(parameters: Mapping[str, str], name: str) -> str | None:
@@ -123,7 +147,13 @@ def _headers(
         if not isinstance(extra, dict) or not all(isinstance(v, str) for v in extra.values()):
             warnings.append(BAD_HEADERS_SHAPE)
             extra = {}
-        merged.update({name.lower(): (name, value) for name, value in extra.items()})
+        for name, value in extra.items():
+            if name.lower() in FRAMING:
+                warnings.append(
+                    f"Left out the header {name!r}: how the request is framed and sent is ours."
+                )
+            else:
+                merged[name.lower()] = (name, value)
     headers: dict[str, str] = {}
     for name, value in merged.values():
         if _TOKEN.fullmatch(name) and not _BAD_VALUE.search(value):

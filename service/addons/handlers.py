@@ -15,6 +15,9 @@ from service.addons import domain, network, providers, queries, secrets
 from service.addons.commands import SaveAddon
 from service.addons.responses import AddonAnswer, AddonList, Delivery, DeliveryList
 from service.appkeys import POOL, SETTINGS
+from service.audit import logsearch
+from service.audit import queries as audit_queries
+from service.audit.responses import log_event
 from service.errors import ValidationError
 from service.http.answers import empty, json_response
 from service.http.past import reading
@@ -186,7 +189,15 @@ async def list_deliveries(request: web.Request) -> web.Response:
             # still shows, so right after a deletion it asks for the deleted one's.
             return json_response(DeliveryList(integration_events=[]))
         rows = await conn.fetch(queries.DELIVERIES, addon_id, limit, offset)
-    return json_response(DeliveryList(integration_events=[Delivery.from_row(r) for r in rows]))
+        entries = await logsearch.at_positions(conn, [r["position"] for r in rows])
+        contexts = await audit_queries.contexts(conn, entries)
+    events = {
+        e.recorded.position: msgspec.to_builtins(log_event(e, contexts[e.recorded.position]))
+        for e in entries
+        if e.recorded.position is not None
+    }
+    shown = [Delivery.from_row(r, events.get(r["position"], {})) for r in rows]
+    return json_response(DeliveryList(integration_events=shown))
 
 
 _ID = {"id": Annotated[int, msgspec.Meta(ge=1)]}

@@ -15,8 +15,8 @@ LOCK_ADDON = _ADDON + "WHERE id = $1 FOR UPDATE"
 ENABLED_ADDON_IDS = "SELECT id FROM addons WHERE enabled ORDER BY id"
 # An integration's deliveries, newest first (Unleash's integration events).
 DELIVERIES = """
-SELECT id, addon_id, position, attempt, state, state_details, event::text AS event,
-       details::text AS details, created_at
+SELECT id, addon_id, position, attempt, state, state_details, details::text AS details,
+       created_at
 FROM addon_deliveries WHERE addon_id = $1 ORDER BY id DESC LIMIT $2 OFFSET $3
 """
 # What delivery kept of an integration goes with it: its checkpoint and its deliveries.

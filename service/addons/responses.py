@@ -63,7 +63,8 @@ class AddonList(msgspec.Struct, frozen=True, kw_only=True):
 
 class Delivery(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     """One of an integration's events (Unleash's integrationEventSchema): what was sent for an
-    event of the log, when, and what came back. `id` is a string, as Unleash's (a bigint)."""
+    event of the log, when, and what came back. `id` is a string, as Unleash's (a bigint).
+    `event` is read from the log when shown, so a person erased since reads `"[erased]"`."""
 
     id: str
     integration_id: int
@@ -74,14 +75,15 @@ class Delivery(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     details: dict[str, Any]
 
     @classmethod
-    def from_row(cls, row: asyncpg.Record) -> Delivery:
+    def from_row(cls, row: asyncpg.Record, event: dict[str, Any]) -> Delivery:
+        """event: the event at the row's position, as the event log shows it now."""
         return cls(
             id=str(row["id"]),
             integration_id=row["addon_id"],
             created_at=row["created_at"],
             state=row["state"],
             state_details=row["state_details"],
-            event=_decode_any.decode(row["event"]),
+            event=event,
             details=_decode_any.decode(row["details"]),
         )
 

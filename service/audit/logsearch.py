@@ -300,6 +300,17 @@ async def stream_history(
     return await _log_entries(conn, rows)
 
 
+AT_POSITIONS = f"SELECT {LOG_COLUMNS} FROM events WHERE position = ANY($1::bigint[])"  # noqa: S608
+
+
+async def at_positions(conn: Conn, positions: Sequence[int]) -> list[LogEntry]:
+    """The events at these positions, in log order (those that exist)."""
+    if not positions:
+        return []
+    rows = await conn.fetch(AT_POSITIONS + " ORDER BY position", sorted(set(positions)))
+    return await _log_entries(conn, rows)
+
+
 async def creators(conn: Conn) -> list[asyncpg.Record]:
     """Every author of the log (id, name), in id order."""
     return list(await conn.fetch(EVENT_CREATORS))

@@ -1,6 +1,7 @@
 """One event as one request per provider: headers, bodies, details, warnings."""
 
 import gzip
+import json
 from typing import Any
 
 import msgspec
@@ -8,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from service.addons import formats
 from service.addons.formats import BAD_HEADERS_JSON, BAD_HEADERS_SHAPE, Outgoing, render
 from service.addons.providers import PROVIDERS, required
 
@@ -397,3 +399,38 @@ def test_render_never_raises(
     msgspec.json.encode(out.details)
     if provider == "webhook" and template is None:
         assert msgspec.json.decode(out.body) == msgspec.json.decode(msgspec.json.encode(ev))
+
+
+@pytest.mark.parametrize(
+    "name", ["Content-Length", "transfer-encoding", "Content-Encoding", "Host", "Connection"]
+)
+def test_custom_headers_never_frame_the_request(name: str) -> None:
+    parameters = {
+        "url": "http://127.0.0.1/x",
+        "customHeaders": json.dumps({name: "5", "X-Ok": "1"}),
+    }
+    sent = formats.render("webhook", parameters, EVENT_FOR_FRAMING, unleash_url="http://u")
+    assert name.lower() not in {k.lower() for k in sent.headers}
+    assert sent.headers["X-Ok"] == "1"
+    assert any("framed" in w for w in sent.warnings)
+
+
+def test_a_body_template_that_renders_too_much_sends_the_default_body() -> None:
+    template = "{{#event.tags}}" + "x" * 1000 + "{{/event.tags}}"
+    event = EVENT_FOR_FRAMING | {"tags": [{"type": "t", "value": str(i)} for i in range(1100)]}
+    parameters = {"url": "http://127.0.0.1/x", "bodyTemplate": template}
+    sent = formats.render("webhook", parameters, event, unleash_url="http://u")
+    assert json.loads(sent.body)["type"] == "feature-created"
+    assert any("rendered over" in w for w in sent.warnings)
+
+
+EVENT_FOR_FRAMING: dict[str, object] = {
+    "id": 1,
+    "type": "feature-created",
+    "createdBy": "admin",
+    "data": {"name": "f"},
+    "tags": [],
+    "featureName": "f",
+    "project": "default",
+    "environment": None,
+}
