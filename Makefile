@@ -92,6 +92,7 @@ bench: install
 	$(BIN)/python -m tests.bench.replay
 	$(BIN)/python -m tests.bench.events
 	$(BIN)/python -m tests.bench.client_features
+	$(BIN)/python -m tests.bench.integrations
 	$(BIN)/python -m tests.bench.import_unleash
 
 # Every operation on ours and on the reference in one run, cells interleaved

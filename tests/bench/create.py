@@ -33,7 +33,7 @@ from eventlog.privacy.keys import Masters
 from tests.harness import free_port
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Mapping
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests" / "bench" / "out" / "create.json"
@@ -194,10 +194,14 @@ class VerifyFailedError(RuntimeError):
 
 @contextlib.contextmanager
 def serving_ours(
-    env_out: dict[str, str] | None = None, *, check_verify: bool = False
+    env_out: dict[str, str] | None = None,
+    *,
+    check_verify: bool = False,
+    settings: Mapping[str, str] | None = None,
 ) -> Iterator[tuple[str, int]]:
     """Our service as its own process on a fresh embedded PostgreSQL: yields (base URL, pid).
-    `env_out` receives its environment, for CLI commands against the same database.
+    `env_out` receives its environment, for CLI commands against the same database;
+    `settings` are more environment variables for it (INTEGRATION_ALLOWED_NETWORKS, say).
 
     On the way out it stops the service and runs `verify` on the database it filled; with
     `check_verify`, a failed verify raises VerifyFailedError (after the clean-up).
@@ -210,6 +214,7 @@ def serving_ours(
         "LOG_FORMAT": "json",
         "INIT_ADMIN_API_TOKENS": TOKEN,
     }
+    env |= settings or {}
     if env_out is not None:
         env_out.update(env)
     proc = subprocess.Popen(
