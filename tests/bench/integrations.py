@@ -26,6 +26,7 @@ tables; writes JSON to tests/bench/out/integrations.json.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
 import os
@@ -66,6 +67,13 @@ FEATURES = "/api/admin/projects/default/features"
 LOG = """
 SELECT position, extract(epoch FROM recorded_at)::float8 AS committed
 FROM events WHERE kind = ANY($1::text[]) AND position > $2 ORDER BY position
+"""
+# The WAL's flushes to disk (every process's) and its bytes, cluster-wide: the cluster is the
+# benchmark's own. Statistics arrive within a second: near enough for counts over seconds.
+WAL = """
+SELECT (SELECT coalesce(sum(fsyncs), 0) FROM pg_stat_io WHERE object = 'wal')::bigint AS syncs,
+       (SELECT wal_bytes FROM pg_stat_wal)::bigint AS bytes,
+       (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()) AS xacts
 """
 HEAD = "SELECT coalesce(max(position), 0) FROM events"
 LAST_ADDON = "SELECT coalesce(max(position), 0) FROM events WHERE stream_type = 'addon'"
@@ -171,6 +179,9 @@ class Run:
     machine_busy: float = 0.0  # share of both cores busy
     flushes: str = ""
     unanswered: int = 0  # still unanswered LATE_SECONDS after the last was due
+    wal_syncs: int = 0  # PostgreSQL's WAL flushes meanwhile (warm-up included)
+    wal_mb: float = 0.0
+    transactions: int = 0  # committed in the database meanwhile (warm-up included)
 
 
 @dataclass
@@ -277,6 +288,7 @@ class _Cpu:
         self.before: dict[str, float] = {}
         self.machine: Any = None
         self.at = 0.0
+        self.waited = 0.0
 
     def _times(self) -> dict[str, float]:
         own = os.times()
@@ -292,6 +304,16 @@ class _Cpu:
             times[name] = total
         return times
 
+    def _waits(self) -> float:
+        """Seconds the service's threads were ready to run but waited for a CPU (the kernel's
+        schedstat): CPU starvation by the other processes on the machine."""
+        total = 0
+        for process in self.groups.get("service", []):
+            for task in Path(f"/proc/{process.pid}/task").glob("*/schedstat"):
+                with contextlib.suppress(OSError, ValueError, IndexError):
+                    total += int(task.read_text().split()[1])
+        return total / 1e9
+
     def start(self) -> None:
         """The processes are found now (PostgreSQL's backends are there once warmed up)."""
         self.started = True
@@ -299,6 +321,7 @@ class _Cpu:
             name: [psutil.Process(p) for p in find()] for name, find in self.pids.items()
         }
         self.before = self._times()
+        self.waited = self._waits()
         self.machine = psutil.cpu_times()
         self.at = time.monotonic()
 
@@ -309,6 +332,7 @@ class _Cpu:
         idle = (machine.idle - self.machine.idle) + (machine.iowait - self.machine.iowait)
         total = sum(machine) - sum(self.machine)
         shares = {name: round((after[name] - self.before[name]) / took, 3) for name in after}
+        shares["service waiting for a CPU"] = round((self._waits() - self.waited) / took, 3)
         return shares, round(1 - idle / total, 3) if total else 0.0
 
 
@@ -399,6 +423,9 @@ class Drain:
     seconds: float
     delivered: int  # requests the three receivers got meanwhile
     service_cpu_s: float
+    wal_syncs: int  # PostgreSQL's WAL flushes meanwhile
+    wal_mb: float
+    transactions: int
 
     @property
     def per_s(self) -> float:
@@ -416,11 +443,18 @@ class Drain:
 
 
 async def wait_for_deliveries(
-    session: aiohttp.ClientSession, receivers: _Receivers, expected: int, drain: float, pid: int
+    session: aiohttp.ClientSession,
+    receivers: _Receivers,
+    expected: int,
+    *,
+    drain: float,
+    pid: int,
+    conn: asyncpg.Connection,
 ) -> Drain:
     """Until every receiver has `expected` events (or nothing came for STALL_SECONDS, or
-    `drain` seconds passed), with the service's CPU time meanwhile."""
+    `drain` seconds passed), with the service's CPU time and the commits meanwhile."""
     service = psutil.Process(pid)
+    wal = await conn.fetchrow(WAL)
     cpu_before = sum(service.cpu_times()[:2])
     started = time.monotonic()
     last, moved, first = -1, started, None
@@ -436,7 +470,9 @@ async def wait_for_deliveries(
         await asyncio.sleep(0.5)
     took = time.monotonic() - started
     cpu = sum(service.cpu_times()[:2]) - cpu_before
-    return Drain(took, sum(await _counts(session, receivers)) - (first or 0), cpu)
+    delivered = sum(await _counts(session, receivers)) - (first or 0)
+    syncs, mb, transactions = _wal_since(wal, await conn.fetchrow(WAL))
+    return Drain(took, delivered, cpu, syncs, mb, transactions)
 
 
 async def _counts(session: aiohttp.ClientSession, receivers: _Receivers) -> list[int]:
@@ -495,6 +531,19 @@ async def settled(conn: asyncpg.Connection) -> None:
         await asyncio.sleep(0.2)
 
 
+def _wal_since(
+    before: asyncpg.Record | None, after: asyncpg.Record | None
+) -> tuple[int, float, int]:
+    """WAL flushes, WAL MB and transactions (statements outside one count one each)."""
+    assert before is not None
+    assert after is not None
+    return (
+        after["syncs"] - before["syncs"],
+        round((after["bytes"] - before["bytes"]) / 2**20, 1),
+        after["xacts"] - before["xacts"],
+    )
+
+
 def new_run(name: str, rate: float, seconds: float) -> Run:
     return Run(
         name=name,
@@ -522,22 +571,30 @@ async def bench(
         try:
             alone = new_run("no integration", rate, seconds)
             _say(f"the run with no integration (service pid {pids['service']()[0]})")
+            wal = await conn.fetchrow(WAL)
             await load.run(alone, pids)
+            alone.wal_syncs, alone.wal_mb, alone.transactions = _wal_since(
+                wal, await conn.fetchrow(WAL)
+            )
             await settled(conn)
             await integrate(base, session, receivers)
             await asyncio.sleep(2.5)  # a replica claims new integrations every second
             after = await conn.fetchval(LAST_ADDON)
             fanned = new_run("three webhooks", rate, seconds)
             _say("the run with three webhooks")
+            wal = await conn.fetchrow(WAL)
             await load.run(fanned, pids)
+            fanned.wal_syncs, fanned.wal_mb, fanned.transactions = _wal_since(
+                wal, await conn.fetchrow(WAL)
+            )
             await settled(conn)
             log = {r["position"]: r["committed"] for r in await conn.fetch(LOG, list(KINDS), after)}
+            _say(f"waiting for {len(log):,} events at each receiver")
+            waited = await wait_for_deliveries(
+                session, receivers, len(log), drain=drain, pid=pids["service"]()[0], conn=conn
+            )
         finally:
             await conn.close()
-        _say(f"waiting for {len(log):,} events at each receiver")
-        waited = await wait_for_deliveries(
-            session, receivers, len(log), drain, pids["service"]()[0]
-        )
         arrivals = []
         for port in receivers.ports:
             async with session.get(receivers.url(port, "/arrivals")) as response:
@@ -561,7 +618,9 @@ def report(result: dict[str, Any]) -> None:
         print(
             f"{run.name}: {run.rate:,.0f}/s for {run.seconds:g} s after {WARM_UP:g} s of warm-up; "
             f"load average {run.load_average:.1f} at its start, CPU loop {run.cpu_loop_s:.2f} s; "
-            f"CPU (of one core): {cpu}; machine {run.machine_busy:.0%} busy; {run.flushes}"
+            f"CPU (of one core): {cpu}; machine {run.machine_busy:.0%} busy; {run.flushes}; "
+            f"over the load's whole time: WAL {run.wal_syncs:,} flushes, {run.wal_mb:,.1f} MB, "
+            f"{run.transactions:,} transactions"
         )
     print()
     print(
@@ -581,7 +640,9 @@ def report(result: dict[str, Any]) -> None:
         f"{result['events']:,} events to deliver to each receiver. After the load: "
         f"{drain.delivered:,} deliveries in {drain.seconds:.1f} s ({drain.per_s:,.0f}/s "
         f"over the three), the service's CPU {drain.service_cpu_s:.1f} s "
-        f"({drain.service_busy:.0%} of one core; {drain.cpu_ms_per_delivery:.2f} ms a delivery)"
+        f"({drain.service_busy:.0%} of one core; {drain.cpu_ms_per_delivery:.2f} ms a delivery), "
+        f"WAL {drain.wal_syncs:,} flushes, {drain.wal_mb:,.1f} MB, "
+        f"{drain.transactions:,} transactions"
     )
     print()
     print(
