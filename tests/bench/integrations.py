@@ -285,23 +285,21 @@ class _Cpu:
         self.pids = pids
         self.groups: dict[str, list[psutil.Process]] = {}
         self.started = False
-        self.before: dict[str, float] = {}
+        self.before: dict[str, dict[int, float]] = {}
         self.machine: Any = None
         self.at = 0.0
         self.waited = 0.0
 
-    def _times(self) -> dict[str, float]:
+    def _times(self) -> dict[str, dict[int, float]]:
+        """CPU seconds by group and process (a process gone is left out)."""
         own = os.times()
-        times = {"benchmark client": own.user + own.system}
+        times = {"benchmark client": {os.getpid(): own.user + own.system}}
         for name, processes in self.groups.items():
-            total = 0.0
+            times[name] = {}
             for process in processes:
-                try:
+                with contextlib.suppress(psutil.NoSuchProcess):
                     used = process.cpu_times()
-                except psutil.NoSuchProcess:
-                    continue
-                total += used.user + used.system
-            times[name] = total
+                    times[name][process.pid] = used.user + used.system
         return times
 
     def _waits(self) -> float:
@@ -331,7 +329,19 @@ class _Cpu:
         machine = psutil.cpu_times()
         idle = (machine.idle - self.machine.idle) + (machine.iowait - self.machine.iowait)
         total = sum(machine) - sum(self.machine)
-        shares = {name: round((after[name] - self.before[name]) / took, 3) for name in after}
+        # A process that ended meanwhile (a PostgreSQL backend) is counted in neither.
+        shares = {
+            name: round(
+                sum(
+                    used - self.before[name][pid]
+                    for pid, used in after[name].items()
+                    if pid in self.before[name]
+                )
+                / took,
+                3,
+            )
+            for name in after
+        }
         shares["service waiting for a CPU"] = round((self._waits() - self.waited) / took, 3)
         return shares, round(1 - idle / total, 3) if total else 0.0
 
