@@ -325,11 +325,20 @@ class _Cpu:
 
     def stop(self) -> tuple[dict[str, float], float]:
         took = time.monotonic() - self.at
+        # Processes started meanwhile count from 0: asyncpg replaces a pool's connection
+        # after 50,000 queries, so PostgreSQL's backends change during a long run.
+        for name, find in self.pids.items():
+            known = {process.pid for process in self.groups[name]}
+            for pid in find():
+                if pid not in known:
+                    with contextlib.suppress(psutil.NoSuchProcess):
+                        self.groups[name].append(psutil.Process(pid))
+                        self.before[name][pid] = 0.0
         after = self._times()
         machine = psutil.cpu_times()
         idle = (machine.idle - self.machine.idle) + (machine.iowait - self.machine.iowait)
         total = sum(machine) - sum(self.machine)
-        # A process that ended meanwhile (a PostgreSQL backend) is counted in neither.
+        # A process that ended meanwhile is counted in neither (its last seconds are lost).
         shares = {
             name: round(
                 sum(
