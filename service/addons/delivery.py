@@ -252,12 +252,18 @@ class Deliveries:
         wake = asyncio.Event()
         listener = Listener(self.dsn, wake)
         try:
+            claimed = 0.0
             while not stop.is_set():
                 wake.clear()
                 if not listener.open:
                     await self._drop_all()  # the locks went with the connection
                     await listener.reopen()
-                if listener.open and listener.conn is not None:
+                    claimed = 0.0
+                # An append wakes the couriers at once; who holds what is looked at once a
+                # second at most (appends come far more often).
+                due = time.monotonic() - claimed >= CLAIM_SECONDS
+                if due and listener.open and listener.conn is not None:
+                    claimed = time.monotonic()
                     try:
                         await self._claim(listener.conn)
                     except Exception as exc:
@@ -267,8 +273,9 @@ class Deliveries:
                             _unavailable.warning(error=type(exc).__name__)
                 for event in self.wakes.values():
                     event.set()
+                next_claim = max(0.01, CLAIM_SECONDS - (time.monotonic() - claimed))
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(first_set(wake, stop), CLAIM_SECONDS)
+                    await asyncio.wait_for(first_set(wake, stop), next_claim)
         finally:
             self.stopping.set()
             for event in self.wakes.values():
