@@ -529,7 +529,6 @@ CREATE TABLE public.addon_deliveries (
     attempt integer NOT NULL,
     state text NOT NULL,
     state_details text NOT NULL,
-    event jsonb NOT NULL,
     details jsonb NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL
 );
