@@ -21,33 +21,26 @@ def _json(value: dict[str, Any]) -> str:
     return msgspec.json.encode(dict(sorted(value.items()))).decode()
 
 
+def _configuration(e: AddonCreated | AddonUpdated) -> dict[str, Any]:
+    """The columns both events set: the integration's whole configuration."""
+    return {
+        "description": e.description,
+        "enabled": e.enabled,
+        "parameters": _json(e.parameters),
+        "sealed": _json(e.sealed),
+        "events": e.events,
+        "projects": e.projects,
+        "environments": e.environments,
+    }
+
+
 def writes(recorded: RecordedEvent) -> list[Write]:
     match recorded.event:
         case AddonCreated() as e:
-            row = {
-                "id": e.addon_id,
-                "provider": e.provider,
-                "description": e.description,
-                "enabled": e.enabled,
-                "parameters": _json(e.parameters),
-                "sealed": _json(e.sealed),
-                "events": e.events,
-                "projects": e.projects,
-                "environments": e.environments,
-                "created_at": e.created_at,
-            }
-            return [Insert(ADDONS, row)]
+            row = {"id": e.addon_id, "provider": e.provider, "created_at": e.created_at}
+            return [Insert(ADDONS, row | _configuration(e))]
         case AddonUpdated() as e:
-            values = {
-                "description": e.description,
-                "enabled": e.enabled,
-                "parameters": _json(e.parameters),
-                "sealed": _json(e.sealed),
-                "events": e.events,
-                "projects": e.projects,
-                "environments": e.environments,
-            }
-            return [Update(ADDONS, {"id": e.addon_id}, values)]
+            return [Update(ADDONS, {"id": e.addon_id}, _configuration(e))]
         case AddonDeleted() as e:
             return [Delete(ADDONS, {"id": e.addon_id})]
         case _:

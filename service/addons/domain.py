@@ -135,6 +135,28 @@ def _listed(names: list[str]) -> list[str]:
     return [] if ALL in unique else unique
 
 
+def _configuration(
+    cmd: SaveAddon,
+    provider: providers.Provider,
+    parameters: Mapping[str, ParameterValue],
+    signing_secret: str,
+    seal: Seal,
+) -> dict[str, Any]:
+    """The fields a save sets, in AddonCreated and AddonUpdated alike; the signing key is the
+    one given, else `signing_secret` (a new one, or the stored one)."""
+    given = str(parameters.get(SIGNING_SECRET, "")).strip()
+    plain, sealed = _split(provider, parameters, given or signing_secret, seal)
+    return {
+        "description": cmd.description,
+        "enabled": cmd.enabled,
+        "parameters": plain,
+        "sealed": sealed,
+        "events": list(dict.fromkeys(cmd.events)),
+        "projects": _listed(cmd.projects),
+        "environments": _listed(cmd.environments),
+    }
+
+
 def create_addon(  # noqa: PLR0913 - the save, and what it is made with
     cmd: SaveAddon,
     parameters: Mapping[str, ParameterValue],
@@ -147,20 +169,8 @@ def create_addon(  # noqa: PLR0913 - the save, and what it is made with
     """`POST /api/admin/addons`. parameters: `given_parameters(cmd)`; new_secret: the signing
     key when none is given."""
     provider = _checked(cmd, parameters)
-    given = str(parameters.get(SIGNING_SECRET, "")).strip()
-    plain, sealed = _split(provider, parameters, given or new_secret, seal)
-    return AddonCreated(
-        addon_id=addon_id,
-        provider=provider.name,
-        description=cmd.description,
-        enabled=cmd.enabled,
-        parameters=plain,
-        sealed=sealed,
-        events=list(dict.fromkeys(cmd.events)),
-        projects=_listed(cmd.projects),
-        environments=_listed(cmd.environments),
-        created_at=now,
-    )
+    saved = _configuration(cmd, provider, parameters, new_secret, seal)
+    return AddonCreated(addon_id=addon_id, provider=provider.name, created_at=now, **saved)
 
 
 def update_addon(
@@ -182,18 +192,8 @@ def update_addon(
             "- at `$.provider`"
         )
     provider = _checked(cmd, parameters)
-    given = str(parameters.get(SIGNING_SECRET, "")).strip()
-    plain, sealed = _split(provider, parameters, given or signing_secret, seal)
-    event = AddonUpdated(
-        addon_id=addon.id,
-        description=cmd.description,
-        enabled=cmd.enabled,
-        parameters=plain,
-        sealed=sealed,
-        events=list(dict.fromkeys(cmd.events)),
-        projects=_listed(cmd.projects),
-        environments=_listed(cmd.environments),
-    )
+    saved = _configuration(cmd, provider, parameters, signing_secret, seal)
+    event = AddonUpdated(addon_id=addon.id, **saved)
     unchanged = (
         event.description == addon.description
         and event.enabled == addon.enabled
