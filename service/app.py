@@ -277,7 +277,12 @@ def create_app(
     if async_projections:
         background["projections"] = lambda stop: run_async_projections(app[POOL], dsn, stop)
     app.cleanup_ctx.append(database)
-    app.cleanup_ctx.extend(_in_background(task) for task in background.values())
+    # INTEGRATION_DELIVERY=false leaves delivery to `deliver` processes (service/delivering.py).
+    app.cleanup_ctx.extend(
+        _in_background(task)
+        for name, task in background.items()
+        if name != "deliveries" or settings.integration_delivery
+    )
     return app
 
 

@@ -1,5 +1,5 @@
-"""The commands behind `python -m service`: serve, migrate, replay, verify, export, state,
-diff, dsn, import-users, import-unleash, admin-user, reporting-user, erase-user,
+"""The commands behind `python -m service`: serve, deliver, migrate, replay, verify, export,
+state, diff, dsn, import-users, import-unleash, admin-user, reporting-user, erase-user,
 rotate-master-key."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from eventlog.privacy import keys, master
 from projections.inline import apply_inline
 from projections.replay import ReplayBusy, WorkerFailed, replay
 from projections.verify import verify
-from service import bootstrap, embedded, reporting, serving
+from service import bootstrap, delivering, embedded, reporting, serving
 from service.audit import report
 from service.errors import AppError, from_log
 from service.privacy import admin
@@ -54,6 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run the HTTP service (migrates first)")
     serve.add_argument("--no-migrate", action="store_true", help="do not apply migrations")
+    sub.add_parser(
+        "deliver",
+        help="deliver integrations' events only (beside serve with INTEGRATION_DELIVERY=false)",
+    )
     sub.add_parser("migrate", help="apply pending migrations and exit")
     sub.add_parser("replay", help="rebuild every read model from the event log")
     sub.add_parser("verify", help="check the log and that read models equal a rebuild")
@@ -157,8 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(settings.log_format, settings.log_level)
     if args.command == "import-unleash" and args.public_url is None:
         args.public_url = _public_url(settings)
-    if args.command == "dsn":
-        return _print_dsn(settings)
+    if args.command in WITHOUT_EMBEDDED_START:
+        return WITHOUT_EMBEDDED_START[args.command](settings)
     # SIGTERM unwinds like Ctrl-C, so the embedded PostgreSQL is stopped on the way out;
     # once serving, `serve` replaces this with a graceful stop.
     signal.signal(signal.SIGTERM, _raise_interrupt)
@@ -492,6 +496,37 @@ def _output(path: str | None) -> Iterator[TextIO]:
         yield handle
 
 
+def _deliver(settings: Settings) -> int:
+    """`deliver` uses DATABASE_URL, or the embedded server a `serve` runs in DATA_DIR: it never
+    starts one (two processes cannot own one data directory)."""
+    try:
+        dsn = settings.database_url or embedded.running_embedded_dsn(
+            Path(settings.data_dir).resolve()
+        )
+        serving.check_listen_address(settings.host, settings.port)
+        master.install(master.from_settings(settings))
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+    async def run() -> int:
+        conn = await connections.connect(dsn)
+        try:
+            await keys.check_masters(conn, master.masters())
+        finally:
+            await conn.close()
+        return await delivering.deliver(settings, dsn)
+
+    try:
+        return uvloop.run(run())
+    except (ConfigError, migrations.MigrationError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        print(f"error: the database could not be used: {exc}", file=sys.stderr)
+        return 2
+
+
 def _print_dsn(settings: Settings) -> int:
     try:
         dsn = settings.database_url or embedded.running_embedded_dsn(
@@ -504,6 +539,11 @@ def _print_dsn(settings: Settings) -> int:
     return 0
 
 
+# The commands that never start the embedded server (they use the one `serve` runs).
+WITHOUT_EMBEDDED_START: dict[str, Callable[[Settings], int]] = {
+    "dsn": _print_dsn,
+    "deliver": _deliver,
+}
 # The commands that run on one connection to the database (all but serve).
 COMMANDS: dict[str, Callable[[Conn, argparse.Namespace, str], Awaitable[int]]] = {
     "migrate": _migrate,

@@ -85,6 +85,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # The internal networks integrations may send to (service/addons/addresses.py), CIDRs
     # separated by commas; unset: only global addresses. Link-local is refused whatever it says.
     integration_allowed_networks: str | None = None
+    # Whether `serve` delivers integrations' events beside answering requests; false leaves it
+    # to `python -m service deliver` processes (service/delivering.py).
+    integration_delivery: bool = True
     # This server's address, for the links in integrations' messages (Unleash's UNLEASH_URL).
     unleash_url: str = "http://localhost:4242"
     # A delivery that keeps failing is retried, with backoff up to the second setting, for

@@ -129,15 +129,16 @@ class Harness:
         data_dir: Path,
         *args: str,
         preexec: Callable[[], None] | None = None,
+        command: str = "serve",
         **extra: str,
     ) -> Server:
         port = free_port()
         env = self.env(data_dir, PORT=str(port), **extra)
         number = len(self.procs) + 1
-        out, err = self.logs / f"serve-{number}.out", self.logs / f"serve-{number}.err"
+        out, err = self.logs / f"{command}-{number}.out", self.logs / f"{command}-{number}.err"
         with out.open("wb") as stdout, err.open("wb") as stderr:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "service", "serve", *args],
+                [sys.executable, "-m", "service", command, *args],
                 cwd=ROOT,
                 env=env,
                 stdin=subprocess.DEVNULL,
