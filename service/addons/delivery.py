@@ -92,6 +92,9 @@ SET position = $3, attempts = $4, failing_since = $5, next_attempt_at = $6, last
     updated_at = now()
 WHERE addon_id = $1 AND position = $2
 """
+LAST_OWN = """
+SELECT coalesce(max(position), 0) FROM events WHERE stream_type = 'addon' AND stream_key = $1
+"""
 RECORD = """
 INSERT INTO addon_deliveries (addon_id, position, attempt, state, state_details, details)
 SELECT $1, * FROM unnest($2::bigint[], $3::integer[], $4::text[], $5::text[], $6::jsonb[])
@@ -353,6 +356,8 @@ class _Courier:
         self.recorded = 0
         self.secrets: list[str] = []  # the plain values of its secrets, masked in what is kept
         self.retrying = False  # a failed attempt waits for its next one
+        self.config_at = 0  # the last of its own events when its configuration was read
+        self.changed = False  # one of its own events came since
 
     async def run(self) -> None:
         pool = self.owner.pool
@@ -363,33 +368,71 @@ class _Courier:
         # Deliveries start after the event that created the integration.
         await pool.execute(CHECKPOINT_INIT, self.addon_id, changes[0].position)
         wake = self.owner.wakes[self.addon_id]
+        config: _Config | None = None
+        stored = True  # the checkpoint row may say more than this courier knows: read it
+        attempts, failing_since = 0, None
         while not self.owner.stopping.is_set():
-            config = await self._config()
-            if config is None or not config.addon.enabled:
-                return
-            row = await pool.fetchrow(CHECKPOINT, self.addon_id)
-            if row is None:
-                return
-            self.position = self.dealt = row["position"]
-            due = row["next_attempt_at"]
-            if due is not None and (wait := (due - datetime.now(UTC)).total_seconds()) > 0:
-                wake.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.owner.stopping.wait(), wait)
-                continue
+            if config is None or self.changed:
+                # Read again only after one of the integration's own events (each page looks).
+                config = await self._config()
+                if config is None or not config.addon.enabled:
+                    break
+            if stored or self.retrying:
+                read = await self._checkpoint(wake)
+                if read is None:
+                    break
+                attempts, failing_since = read
+                stored = False
             wake.clear()
             self.retrying = False
-            more = await self._page(config, row["attempts"], row["failing_since"])
-            if not more and not self.retrying:  # a retry waits for its time, above
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(first_set(wake, self.owner.stopping), CLAIM_SECONDS * 5)
+            more = await self._page(config, attempts, failing_since)
+            attempts, failing_since = 0, None
+            if self.retrying:
+                continue  # a retry waits for its time, above
+            if not more:
+                await self._idle(wake)
+            if self._full():
+                await self._flush()
+        with contextlib.suppress(Lost):  # deleted meanwhile: its checkpoint went with it
+            await self._flush()
+
+    async def _checkpoint(self, wake: asyncio.Event) -> tuple[int, datetime | None] | None:
+        """The stored checkpoint, once its next attempt is due (or the process stops): its
+        failed attempts so far and since when; None once it is gone (the integration was
+        deleted)."""
+        while True:
+            row = await self.owner.pool.fetchrow(CHECKPOINT, self.addon_id)
+            if row is None:
+                return None
+            self.position = self.dealt = row["position"]
+            due = row["next_attempt_at"]
+            wait = 0.0 if due is None else (due - datetime.now(UTC)).total_seconds()
+            if wait <= 0 or self.owner.stopping.is_set():
+                return row["attempts"], row["failing_since"]
+            wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.owner.stopping.wait(), wait)
+
+    async def _idle(self, wake: asyncio.Event) -> None:
+        """Until an append wakes it, or the pending deliveries are due to be recorded: by their
+        number, or FLUSH_SECONDS after the first."""
+        idle = CLAIM_SECONDS * 5
+        if self.pending.rows:
+            idle = max(0.0, FLUSH_SECONDS - (time.monotonic() - self.pending.since))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(first_set(wake, self.owner.stopping), idle)
 
     async def _config(self) -> _Config | None:
-        async with self.owner.pool.acquire() as conn:
+        async with (
+            self.owner.pool.acquire() as conn,
+            conn.transaction(isolation="repeatable_read", readonly=True),
+        ):
             row = await conn.fetchrow(queries.GET_ADDON, self.addon_id)
             if row is None:
                 return None
             key = await secrets.key_of(conn, self.addon_id)
+            self.config_at = await conn.fetchval(LAST_OWN, str(self.addon_id))
+            self.changed = False
         addon = domain.Addon.from_row(row)
         opened = secrets.opened(key, self.addon_id, addon.sealed)
         if domain.SIGNING_SECRET not in opened:
@@ -405,6 +448,7 @@ class _Courier:
         addon = config.addon
         kinds = addon.events
         if not kinds:
+            self.changed = True  # nothing to read: its configuration is what may change
             return False
         pool = self.owner.pool
         async with (
@@ -412,12 +456,13 @@ class _Courier:
             conn.transaction(isolation="repeatable_read", readonly=True),
         ):
             entries = await logsearch.search(
-                conn, logsearch.LogFilter(kinds=kinds), limit=PAGE, after=self.position
+                conn, logsearch.LogFilter(kinds=kinds), limit=PAGE, after=self.dealt
             )
+            changes = changes_of(await eventlog.read_stream(conn, domain.stream(self.addon_id)))
+            self.changed = bool(changes) and changes[-1].position != self.config_at
             if not entries:
                 return False
             contexts = await audit_queries.contexts(conn, entries)
-            changes = changes_of(await eventlog.read_stream(conn, domain.stream(self.addon_id)))
         for entry in entries:
             if self.owner.stopping.is_set():
                 break  # the stop waits a second, not for the page: what was answered is saved
@@ -453,7 +498,6 @@ class _Courier:
             if waits:
                 return False
             attempts, failing_since = 0, None
-        await self._flush()
         return True
 
     async def _failed(  # noqa: PLR0913 - a failed attempt's parts

@@ -61,14 +61,16 @@ async def flags(client: Client, *names: str) -> None:
         await ok(await client.post(FEATURES, json={"name": name}, headers=ADMIN))
 
 
-async def deliveries(client: Client, addon_id: int, count: int) -> list[dict[str, Any]]:
-    """The integration's events list once it has `count` rows (deliveries are recorded once
-    answered, in batches)."""
+async def deliveries(
+    client: Client, addon_id: int, count: int, newest: str | None = None
+) -> list[dict[str, Any]]:
+    """The integration's events list once it has `count` rows, the newest in state `newest`
+    when given (deliveries are recorded once answered, in batches of up to 250 ms)."""
     async with asyncio.timeout(20):
         while True:
             listed = await ok(await client.get(f"{ADDONS}/{addon_id}/events", headers=ADMIN))
             shown: list[dict[str, Any]] = listed["integrationEvents"]
-            if len(shown) >= count:
+            if len(shown) >= count and (newest is None or shown[0]["state"] == newest):
                 return shown
             await asyncio.sleep(0.05)
 
@@ -271,8 +273,8 @@ async def test_a_receiver_that_never_recovers_is_given_up_and_the_next_event_goe
     await flags(service, "x", "y")
     arrived = await hooked.wait_for(1)
     assert names(arrived) == ["y"]
-    shown = await deliveries(service, made["id"], 2)
-    assert shown[0]["state"] == "success"
+    shown = await deliveries(service, made["id"], 2, newest="success")
+    assert shown[0]["event"]["featureName"] == "y"
     assert "Given up after" in shown[1]["stateDetails"]
 
 
