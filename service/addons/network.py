@@ -54,6 +54,8 @@ __all__ = [
 CONNECTION_LIMIT: Final = 50
 CONNECTION_LIMIT_PER_HOST: Final = 4
 
+PASSED_KEPT: Final = 1024  # hosts remembered as passed, at most
+
 # What an address resolved here is handed to aiohttp with: it must not be looked up again.
 _NUMERIC_FLAGS: Final = socket.AI_NUMERICHOST | socket.AI_NUMERICSERV
 
@@ -110,6 +112,9 @@ class CheckedConnector(aiohttp.TCPConnector):
 
     def __init__(self, allowed: Sequence[Network]) -> None:
         self._allowed = tuple(allowed)
+        # The hosts already judged and passed: the rules and an address's judgement never
+        # change, and every request (pooled connections too) passes here.
+        self._passed: set[str] = set()
         super().__init__(
             resolver=CheckedResolver(self._allowed),
             use_dns_cache=False,
@@ -125,7 +130,11 @@ class CheckedConnector(aiohttp.TCPConnector):
     ) -> Connection:
         if req.proxy is not None:
             raise Refused(f"The URL {shown(req.url)} is refused: integrations never use a proxy")
-        check_url_host(req.url, self._allowed)
+        host = req.url.raw_host or ""
+        if host not in self._passed:
+            check_url_host(req.url, self._allowed)
+            if len(self._passed) < PASSED_KEPT:
+                self._passed.add(host)
         return await super().connect(req, traces, timeout)
 
 
