@@ -44,12 +44,12 @@ from aiohttp import web
 
 from eventlog import connections
 from tests.bench.append import percentile
-from tests.bench.create import ROOT, TOKEN, dsn_of, serving_ours
+from tests.bench.create import ROOT, TOKEN, dsn_of, serving_ours, wait_ready
 from tests.bench.machine import FlushProbe, cpu_loop_seconds
 from tests.harness import free_port
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Coroutine, Sequence
+    from collections.abc import Callable, Coroutine, Iterator, Sequence
 
     import asyncpg
 
@@ -471,7 +471,7 @@ async def wait_for_deliveries(
     conn: asyncpg.Connection,
 ) -> Drain:
     """Until every receiver has `expected` events (or nothing came for STALL_SECONDS, or
-    `drain` seconds passed), with the service's CPU time and the commits meanwhile."""
+    `drain` seconds passed), with the delivering process's CPU time and the commits meanwhile."""
     service = psutil.Process(pid)
     wal = await conn.fetchrow(WAL)
     cpu_before = sum(service.cpu_times()[:2])
@@ -610,7 +610,12 @@ async def bench(
             log = {r["position"]: r["committed"] for r in await conn.fetch(LOG, list(KINDS), after)}
             _say(f"waiting for {len(log):,} events at each receiver")
             waited = await wait_for_deliveries(
-                session, receivers, len(log), drain=drain, pid=pids["service"]()[0], conn=conn
+                session,
+                receivers,
+                len(log),
+                drain=drain,
+                pid=pids.get("delivery", pids["service"])()[0],
+                conn=conn,
             )
         finally:
             await conn.close()
@@ -658,7 +663,7 @@ def report(result: dict[str, Any]) -> None:
     print(
         f"{result['events']:,} events to deliver to each receiver. After the load: "
         f"{drain.delivered:,} deliveries in {drain.seconds:.1f} s ({drain.per_s:,.0f}/s "
-        f"over the three), the service's CPU {drain.service_cpu_s:.1f} s "
+        f"over the three), the delivering process's CPU {drain.service_cpu_s:.1f} s "
         f"({drain.service_busy:.0%} of one core; {drain.cpu_ms_per_delivery:.2f} ms a delivery), "
         f"WAL {drain.wal_syncs:,} flushes, {drain.wal_mb:,.1f} MB, "
         f"{drain.transactions:,} transactions"
@@ -686,13 +691,39 @@ def report(result: dict[str, Any]) -> None:
         )
 
 
+@contextlib.contextmanager
+def delivering(env: dict[str, str]) -> Iterator[int]:
+    """A `deliver` process beside the service, on its embedded PostgreSQL: yields its pid."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "service", "deliver"],
+        cwd=ROOT,
+        env=env | {"PORT": str(port)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_ready(f"http://127.0.0.1:{port}/health")
+        yield proc.pid
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["receivers"]:
         return receivers_main([int(port) for port in argv[1:]])
+    # process: serve with INTEGRATION_DELIVERY=false beside a `deliver` process (a core of its
+    # own); inline: serve delivers in its own event loop.
+    apart = os.environ.get("BENCH_INTEGRATIONS_DELIVERY", "process") == "process"
+    settings = SETTINGS | ({"INTEGRATION_DELIVERY": "false"} if apart else {})
     receivers = _Receivers()
     env: dict[str, str] = {}
     try:
-        with serving_ours(env, check_verify=True, settings=SETTINGS) as (base, pid):
+        with (
+            serving_ours(env, check_verify=True, settings=settings) as (base, pid),
+            delivering(env) if apart else contextlib.nullcontext(pid) as deliverer,
+        ):
             dsn = dsn_of(env)
             data_dir = env["DATA_DIR"]
             pids: dict[str, Callable[[], list[int]]] = {
@@ -700,6 +731,9 @@ def main(argv: list[str]) -> int:
                 "PostgreSQL": lambda: _postgres(data_dir),
                 "receivers": lambda: [receivers.proc.pid],
             }
+            if apart:
+                pids["delivery"] = lambda: [deliverer]
+            _say(f"delivery: {'a deliver process' if apart else 'in serve'}")
             with _event_loop() as runner:
                 result = runner.run(_stoppable(bench(base, dsn, pids, receivers)))
     finally:
