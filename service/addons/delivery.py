@@ -232,6 +232,43 @@ class _Config(NamedTuple):
     signing_secret: str
 
 
+class _Page(NamedTuple):
+    """What follows a position in the log, as one snapshot read it."""
+
+    entries: list[logsearch.LogEntry]
+    contexts: dict[int, Any]  # each entry's, by position (audit_queries.contexts)
+    addons_at: int  # the last position of any integration's own event
+
+
+class _Pages:
+    """The log read once for couriers that ask for the same page at once: after one append,
+    every integration at the same checkpoint reads the same events, in one query."""
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self.pool = pool
+        self.reading: dict[tuple[int, tuple[str, ...]], asyncio.Future[_Page]] = {}
+
+    async def read(self, after: int, kinds: Sequence[str]) -> _Page:
+        key = (after, tuple(sorted(kinds)))
+        shared = self.reading.get(key)
+        if shared is None:
+            shared = self.reading[key] = asyncio.ensure_future(self._read(after, key[1]))
+            shared.add_done_callback(lambda _done: self.reading.pop(key, None))
+        return await asyncio.shield(shared)  # a courier that stops leaves the others' read
+
+    async def _read(self, after: int, kinds: tuple[str, ...]) -> _Page:
+        async with (
+            self.pool.acquire() as conn,
+            conn.transaction(isolation="repeatable_read", readonly=True),
+        ):
+            entries = await logsearch.search(
+                conn, logsearch.LogFilter(kinds=list(kinds)), limit=PAGE, after=after
+            )
+            addons_at = await eventlog.last_position_of(conn, [domain.STREAM_TYPE])
+            contexts = await audit_queries.contexts(conn, entries) if entries else {}
+        return _Page(entries, contexts, addons_at)
+
+
 class Deliveries:
     """Every integration this replica delivers for, each in a task of its own."""
 
@@ -250,6 +287,7 @@ class Deliveries:
         self.wakes: dict[int, asyncio.Event] = {}
         self.stopping = asyncio.Event()
         self.rendering = Rendering()
+        self.pages = _Pages(pool)
 
     async def run(self, stop: asyncio.Event) -> None:
         wake = asyncio.Event()
@@ -358,6 +396,8 @@ class _Courier:
         self.retrying = False  # a failed attempt waits for its next one
         self.config_at = 0  # the last of its own events when its configuration was read
         self.changed = False  # one of its own events came since
+        self.changes: list[Change] = []  # its own events, as enabled ranges of the log
+        self.addons_at = -1  # any integration's last event when `changes` was read
 
     async def run(self) -> None:
         pool = self.owner.pool
@@ -365,6 +405,7 @@ class _Courier:
             changes = changes_of(await eventlog.read_stream(conn, domain.stream(self.addon_id)))
         if not changes:
             return
+        self.changes = changes
         # Deliveries start after the event that created the integration.
         await pool.execute(CHECKPOINT_INIT, self.addon_id, changes[0].position)
         wake = self.owner.wakes[self.addon_id]
@@ -450,19 +491,17 @@ class _Courier:
         if not kinds:
             self.changed = True  # nothing to read: its configuration is what may change
             return False
-        pool = self.owner.pool
-        async with (
-            pool.acquire() as conn,
-            conn.transaction(isolation="repeatable_read", readonly=True),
-        ):
-            entries = await logsearch.search(
-                conn, logsearch.LogFilter(kinds=kinds), limit=PAGE, after=self.dealt
-            )
-            changes = changes_of(await eventlog.read_stream(conn, domain.stream(self.addon_id)))
-            self.changed = bool(changes) and changes[-1].position != self.config_at
-            if not entries:
-                return False
-            contexts = await audit_queries.contexts(conn, entries)
+        page = await self.owner.pages.read(self.dealt, kinds)
+        if page.addons_at != self.addons_at:
+            # An integration changed (this one, maybe) since its own events were read: read
+            # them again, after the page's snapshot, so that they cover every event in it.
+            async with self.owner.pool.acquire() as conn:
+                own = await eventlog.read_stream(conn, domain.stream(self.addon_id))
+            self.changes, self.addons_at = changes_of(own), page.addons_at
+            self.changed = bool(self.changes) and self.changes[-1].position != self.config_at
+        entries, contexts, changes = page.entries, page.contexts, self.changes
+        if not entries:
+            return False
         for entry in entries:
             if self.owner.stopping.is_set():
                 break  # the stop waits a second, not for the page: what was answered is saved

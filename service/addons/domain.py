@@ -64,8 +64,11 @@ _parameters = msgspec.json.Decoder(dict[str, ParameterValue])
 _sealed = msgspec.json.Decoder(dict[str, str])
 
 
+STREAM_TYPE = "addon"
+
+
 def stream(addon_id: int) -> tuple[str, str]:
-    return ("addon", str(addon_id))
+    return (STREAM_TYPE, str(addon_id))
 
 
 def addon_missing() -> NotFound:

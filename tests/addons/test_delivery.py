@@ -343,3 +343,25 @@ async def test_a_template_that_never_ends_sends_the_default_body_and_the_api_goe
     (shown,) = await deliveries(client, made["id"], 1)
     assert shown["state"] == "successWithErrors"
     assert "did not render within" in shown["stateDetails"]
+
+
+async def test_integrations_at_one_checkpoint_share_one_read_of_the_log(
+    client: Client, app: web.Application, receiver: tuple[Receiver, str]
+) -> None:
+    """Three couriers asking for the same page at once get one read's answer; one asking for
+    another position gets its own."""
+    _hooked, url = receiver
+    await integrate(client, url)
+    await flags(client, "shared-1", "shared-2")
+    pages = delivery._Pages(app[POOL])
+    kinds = ["feature-created", "feature-archived"]
+    first, second, third = await asyncio.gather(
+        pages.read(0, kinds), pages.read(0, list(reversed(kinds))), pages.read(0, kinds)
+    )
+    assert first is second is third
+    assert [e.recorded.event.name for e in first.entries][-2:] == ["shared-1", "shared-2"]
+    assert first.addons_at > 0
+    later = await pages.read(first.entries[-1].recorded.position or 0, kinds)
+    assert later is not first
+    assert later.entries == []
+    assert pages.reading == {}
