@@ -41,7 +41,7 @@ QUIET_SECONDS = 3.0  # longer than a delivering serve takes to send the first ev
 
 async def deliverer(harness: Harness, data_dir: Path, **extra: str) -> Server:
     """A `deliver` process, once its /health answers."""
-    server = harness.start(data_dir, command="deliver", **(SETTINGS | extra))
+    server = harness.start(data_dir, preexec=None, command="deliver", **(SETTINGS | extra))
     deadline = time.monotonic() + 30
     async with aiohttp.ClientSession() as http:
         while True:
@@ -83,7 +83,11 @@ async def test_a_deliver_process_delivers_for_a_serve_that_does_not_and_hands_ov
     await hook.up()
     try:
         server = await harness.serve(
-            harness.new_dir(), DATABASE_URL=dsn, INTEGRATION_DELIVERY="false", **SETTINGS
+            harness.new_dir(),
+            DATABASE_URL=dsn,
+            preexec=None,
+            INTEGRATION_DELIVERY="false",
+            **SETTINGS,
         )
         switches = Switches("apart", groups=2)
         async with aiohttp.ClientSession() as http:
@@ -123,14 +127,16 @@ async def test_deliver_joins_the_embedded_server_serve_runs_and_needs_one(
     """With no DATABASE_URL, deliver uses the embedded PostgreSQL a serve runs in DATA_DIR; with
     none running it exits 2 and says so."""
     data_dir = harness.new_dir()
-    alone = harness.start(data_dir, command="deliver", **SETTINGS)
+    alone = harness.start(data_dir, preexec=None, command="deliver", **SETTINGS)
     assert await wait_exit(alone) == 2
     assert "no embedded PostgreSQL is running" in alone.stderr()
 
     hook = Hook(Receiver())
     await hook.up()
     try:
-        server = await harness.serve(data_dir, INTEGRATION_DELIVERY="false", **SETTINGS)
+        server = await harness.serve(
+            data_dir, preexec=None, INTEGRATION_DELIVERY="false", **SETTINGS
+        )
         joined = await deliverer(harness, data_dir)
         switches = Switches("joined", groups=1)
         async with aiohttp.ClientSession() as http:
