@@ -18,8 +18,12 @@ STALL_SECONDS), then reports each receiver's delivery lag (its arrival time minu
 `recorded_at`, the commit's clock), duplicates and events lost, and the lag per window of
 commit time (the trend shows whether delivery keeps up, and the sustained rate when not).
 
-BENCH_INTEGRATIONS_RATE (1,000 a second), BENCH_INTEGRATIONS_SECONDS (30) and
-BENCH_INTEGRATIONS_DRAIN (600 s at most to wait for deliveries) change the run. Prints markdown
+BENCH_INTEGRATIONS_RATE (1,000 events a second), BENCH_INTEGRATIONS_SECONDS (30),
+BENCH_INTEGRATIONS_DRAIN (600 s at most to wait for deliveries) and BENCH_INTEGRATIONS_BATCH (1:
+a flag a request; N: N flags a request through Unleash's bulk route, `POST
+/api/admin/projects/default/bulk_features/environments/development/on|off`, so the requests
+come at RATE / N a second) change the run; BENCH_INTEGRATIONS_DELIVERY=inline has `serve`
+deliver instead of a `deliver` process beside it. Prints markdown
 tables; writes JSON to tests/bench/out/integrations.json.
 """
 
@@ -64,6 +68,7 @@ LATE_SECONDS = 30.0  # how long a run waits for its last answers
 STALL_SECONDS = 30.0  # waiting for deliveries ends when nothing arrived for this long
 WINDOW_SECONDS = 5.0  # the lag trend's windows of commit time
 FEATURES = "/api/admin/projects/default/features"
+BULK = "/api/admin/projects/default/bulk_features/environments/development/"
 LOG = """
 SELECT position, extract(epoch FROM recorded_at)::float8 AS committed
 FROM events WHERE kind = ANY($1::text[]) AND position > $2 ORDER BY position
@@ -219,9 +224,10 @@ class Load:
     """Open-loop switches of FLAGS flags' development environment, one request each due at
     start + i / rate; `offset` carries on where the last run left off (on, then off)."""
 
-    def __init__(self, base: str, session: aiohttp.ClientSession) -> None:
+    def __init__(self, base: str, session: aiohttp.ClientSession, batch: int = 1) -> None:
         self.base = base
         self.session = session
+        self.batch = batch
         self.offset = 0
 
     async def run(self, run: Run, pids: dict[str, Callable[[], list[int]]]) -> None:
@@ -261,7 +267,8 @@ class Load:
         began = loop.time()
         status = 0
         try:
-            async with self.session.post(self.base + _flip(i)) as response:
+            path, body = _flip(i, self.batch)
+            async with self.session.post(self.base + path, json=body) as response:
                 await response.read()
                 status = response.status
         except (aiohttp.ClientError, OSError):
@@ -272,10 +279,18 @@ class Load:
         )
 
 
-def _flip(i: int) -> str:
-    flag, turn = i % FLAGS, i // FLAGS
+def _flip(i: int, batch: int) -> tuple[str, dict[str, list[str]] | None]:
+    """Request i: one flag switched (batch 1), or `batch` flags at once through Unleash's bulk
+    route, an event each."""
+    if batch == 1:
+        flag, turn = i % FLAGS, i // FLAGS
+        action = "on" if turn % 2 == 0 else "off"
+        return f"{FEATURES}/bench-{flag}/environments/development/{action}", None
+    groups = FLAGS // batch
+    group, turn = i % groups, i // groups
     action = "on" if turn % 2 == 0 else "off"
-    return f"{FEATURES}/bench-{flag}/environments/development/{action}"
+    names = [f"bench-{group * batch + n}" for n in range(batch)]
+    return f"{BULK}{action}", {"features": names}
 
 
 class _Cpu:
@@ -581,14 +596,16 @@ async def bench(
     rate = float(os.environ.get("BENCH_INTEGRATIONS_RATE", "1000"))
     seconds = float(os.environ.get("BENCH_INTEGRATIONS_SECONDS", "30"))
     drain = float(os.environ.get("BENCH_INTEGRATIONS_DRAIN", "600"))
+    batch = int(os.environ.get("BENCH_INTEGRATIONS_BATCH", "1"))
+    assert FLAGS % batch == 0, f"BENCH_INTEGRATIONS_BATCH must divide {FLAGS}"
     headers = {"Authorization": TOKEN, "Content-Type": "application/json"}
     connector = aiohttp.TCPConnector(limit=CONNECTIONS)
     async with aiohttp.ClientSession(headers=headers, connector=connector) as session:
         await prepare(base, session)
-        load = Load(base, session)
+        load = Load(base, session, batch)
         conn = await connections.connect(dsn)
         try:
-            alone = new_run("no integration", rate, seconds)
+            alone = new_run("no integration", rate / batch, seconds)
             _say(f"the run with no integration (service pid {pids['service']()[0]})")
             wal = await conn.fetchrow(WAL)
             await load.run(alone, pids)
@@ -599,7 +616,7 @@ async def bench(
             await integrate(base, session, receivers)
             await asyncio.sleep(2.5)  # a replica claims new integrations every second
             after = await conn.fetchval(LAST_ADDON)
-            fanned = new_run("three webhooks", rate, seconds)
+            fanned = new_run("three webhooks", rate / batch, seconds)
             _say("the run with three webhooks")
             wal = await conn.fetchrow(WAL)
             await load.run(fanned, pids)
@@ -640,7 +657,8 @@ def report(result: dict[str, Any]) -> None:
     for run in runs:
         cpu = ", ".join(f"{name} {share:.0%}" for name, share in run.cpu.items())
         print(
-            f"{run.name}: {run.rate:,.0f}/s for {run.seconds:g} s after {WARM_UP:g} s of warm-up; "
+            f"{run.name}: {run.rate:,.0f} requests/s for {run.seconds:g} s after {WARM_UP:g} s "
+            "of warm-up; "
             f"load average {run.load_average:.1f} at its start, CPU loop {run.cpu_loop_s:.2f} s; "
             f"CPU (of one core): {cpu}; machine {run.machine_busy:.0%} busy; {run.flushes}; "
             f"over the load's whole time: WAL {run.wal_syncs:,} flushes, {run.wal_mb:,.1f} MB, "
