@@ -161,12 +161,12 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(settings.log_format, settings.log_level)
     if args.command == "import-unleash" and args.public_url is None:
         args.public_url = _public_url(settings)
-    if args.command in WITHOUT_EMBEDDED_START:
-        return WITHOUT_EMBEDDED_START[args.command](settings)
     # SIGTERM unwinds like Ctrl-C, so the embedded PostgreSQL is stopped on the way out;
     # once serving, `serve` replaces this with a graceful stop.
     signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
+        if args.command in WITHOUT_EMBEDDED_START:
+            return WITHOUT_EMBEDDED_START[args.command](settings)
         if args.command == "serve":
             serving.check_listen_address(settings.host, settings.port)
         if args.command in NEEDS_MASTER_KEY:
@@ -498,16 +498,10 @@ def _output(path: str | None) -> Iterator[TextIO]:
 
 def _deliver(settings: Settings) -> int:
     """`deliver` uses DATABASE_URL, or the embedded server a `serve` runs in DATA_DIR: it never
-    starts one (two processes cannot own one data directory)."""
-    try:
-        dsn = settings.database_url or embedded.running_embedded_dsn(
-            Path(settings.data_dir).resolve()
-        )
-        serving.check_listen_address(settings.host, settings.port)
-        master.install(master.from_settings(settings))
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    starts one (two processes cannot own one data directory). Its errors are main's."""
+    dsn = settings.database_url or embedded.running_embedded_dsn(Path(settings.data_dir).resolve())
+    serving.check_listen_address(settings.host, settings.port)
+    master.install(master.from_settings(settings))
 
     async def run() -> int:
         conn = await connections.connect(dsn)
@@ -517,14 +511,7 @@ def _deliver(settings: Settings) -> int:
             await conn.close()
         return await delivering.deliver(settings, dsn)
 
-    try:
-        return uvloop.run(run())
-    except (ConfigError, migrations.MigrationError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-        print(f"error: the database could not be used: {exc}", file=sys.stderr)
-        return 2
+    return uvloop.run(run())
 
 
 def _print_dsn(settings: Settings) -> int:
