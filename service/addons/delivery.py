@@ -92,9 +92,6 @@ SET position = $3, attempts = $4, failing_since = $5, next_attempt_at = $6, last
     updated_at = now()
 WHERE addon_id = $1 AND position = $2
 """
-LAST_OWN = """
-SELECT coalesce(max(position), 0) FROM events WHERE stream_type = 'addon' AND stream_key = $1
-"""
 RECORD = """
 INSERT INTO addon_deliveries (addon_id, position, attempt, state, state_details, details)
 SELECT $1, * FROM unnest($2::bigint[], $3::integer[], $4::text[], $5::text[], $6::jsonb[])
@@ -472,7 +469,8 @@ class _Courier:
             if row is None:
                 return None
             key = await secrets.key_of(conn, self.addon_id)
-            self.config_at = await conn.fetchval(LAST_OWN, str(self.addon_id))
+            own = await eventlog.last_position(conn, (domain.STREAM_TYPE, str(self.addon_id)))
+            self.config_at = own or 0
             self.changed = False
         addon = domain.Addon.from_row(row)
         opened = secrets.opened(key, self.addon_id, addon.sealed)
