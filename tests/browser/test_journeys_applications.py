@@ -103,8 +103,13 @@ def test_applications_list_an_application_s_page_and_deleting_it(journey: Journe
         ).first.click()
         dialog = page.get_by_role("dialog")
         dialog.get_by_text("Are you sure you want to delete this application?").wait_for()
-        with page.expect_response(journey.answered("DELETE", rf"{APPS}/{app}$")):
+        with page.expect_response(journey.answered("DELETE", rf"{APPS}/{app}$")) as deleted:
             dialog.get_by_role("button", name=re.compile("^(Delete|Yes|Ok)", re.IGNORECASE)).click()
+        # The UI opens the list only after a 2xx; any other answer is a toast and no navigation,
+        # so the answer is what a failure here must say.
+        answer = deleted.value
+        assert answer.status < 300, f"DELETE answered {answer.status}: {answer.text()}"
+        page.get_by_text("Deleted Successfully").wait_for()
         # The list opens after the UI's follow-up requests: on a loaded machine, longer than a
         # step may take.
         page.wait_for_url(re.compile(r".*/applications$"), timeout=3 * STEP_TIMEOUT_MS)
