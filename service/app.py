@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import importlib.metadata
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -278,10 +277,14 @@ def create_app(
         background["projections"] = lambda stop: run_async_projections(app[POOL], dsn, stop)
     app.cleanup_ctx.append(database)
     # INTEGRATION_DELIVERY=false leaves delivery to `deliver` processes (service/delivering.py).
-    app.cleanup_ctx.extend(
-        _in_background(task)
-        for name, task in background.items()
-        if name != "deliveries" or settings.integration_delivery
+    app.cleanup_ctx.append(
+        _in_background(
+            [
+                task
+                for name, task in background.items()
+                if name != "deliveries" or settings.integration_delivery
+            ]
+        )
     )
     return app
 
@@ -309,17 +312,26 @@ def _forgetting_origins(origins: Origins) -> Callable[[Committed], None]:
 
 
 def _in_background(
-    task: Callable[[asyncio.Event], Coroutine[Any, Any, None]],
+    tasks: list[Callable[[asyncio.Event], Coroutine[Any, Any, None]]],
 ) -> Callable[[web.Application], AsyncIterator[None]]:
-    """A task for the app's lifetime: started once the pool is, told to stop (its last flush
-    runs before the pool closes) and given CLOSE_SECONDS to do so."""
+    """Tasks for the app's lifetime: started once the pool is, told to stop together (each
+    one's last flush runs before the pool closes) and given CLOSE_SECONDS in all, so that a
+    database that hangs costs a stop that long once, not once per task."""
 
     async def context(_app: web.Application) -> AsyncIterator[None]:
-        stop = asyncio.Event()
-        running = asyncio.create_task(task(stop))
+        stops = [asyncio.Event() for _ in tasks]
+        running = [asyncio.create_task(task(stop)) for task, stop in zip(tasks, stops, strict=True)]
         yield
-        stop.set()
-        with contextlib.suppress(asyncio.CancelledError, TimeoutError):
-            await asyncio.wait_for(running, CLOSE_SECONDS)
+        for stop in stops:
+            stop.set()
+        _, late = await asyncio.wait(running, timeout=CLOSE_SECONDS)
+        for task in late:
+            task.cancel()
+        if late:
+            await asyncio.wait(late)
+        for task in running:
+            error = None if task.cancelled() else task.exception()
+            if error is not None:
+                raise error  # aiohttp reports it with the rest of the cleanup
 
     return context

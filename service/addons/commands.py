@@ -14,7 +14,9 @@ Description = Annotated[str, msgspec.Meta(max_length=1000)]
 ParameterName = Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
 # A template or a set of headers is text of some length; a URL is checked apart.
 ParameterText = Annotated[str, msgspec.Meta(max_length=65_536)]
-Parameter = ParameterText | int | float | bool
+# Every provider's parameters are text, as Unleash's UI sends them; a number or a switch would
+# be stored and then read as absent at delivery, so it is refused when saved.
+Parameter = ParameterText
 Listed = Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
 Names = Annotated[list[Listed], msgspec.Meta(max_length=1000)]
 
@@ -33,10 +35,12 @@ class SaveAddon(msgspec.Struct, frozen=True, kw_only=True):
         "projects": ["*"],
         "environments": ["*"],
     }
+    # Required as in Unleash's schema: a save that leaves `enabled` out must not switch an
+    # integration on.
     provider: Name
-    enabled: bool = True
+    enabled: bool
     description: Description | None = None
-    parameters: Annotated[dict[ParameterName, Parameter], msgspec.Meta(max_length=50)] = {}
-    events: Names  # required, as in Unleash
+    parameters: Annotated[dict[ParameterName, Parameter], msgspec.Meta(max_length=50)]
+    events: Names
     projects: Names = []
     environments: Names = []

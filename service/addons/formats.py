@@ -30,6 +30,7 @@ from pystache.renderer import Renderer
 
 from service.addons.markdown import format_event, js_string
 
+OCTETS = "application/octet-stream"
 JSON = "application/json"
 DATADOG_URL = "https://api.datadoghq.com/api/v1/events"
 SLACK_MAX_TEXT = 3000
@@ -192,11 +193,15 @@ def _webhook(p: Mapping[str, str], event: dict[str, Any], unleash_url: str) -> O
         if rendered is not None:
             body, shown = rendered.encode(), rendered
     own = {"Content-Type": content_type, "Authorization": _param(p, "authorization")}
+    headers = _headers(own, p, warnings)
+    # The details say the type that goes: custom headers may replace it, and one HTTP cannot
+    # carry is left out (the client then sends bytes as such).
+    sent = next((v for k, v in headers.items() if k.lower() == "content-type"), OCTETS)
     return Outgoing(
         url=url,
-        headers=_headers(own, p, warnings),
+        headers=headers,
         body=body,
-        details={"url": url, "contentType": content_type, "body": shown},
+        details={"url": url, "contentType": sent, "body": shown},
         warnings=warnings,
     )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import re
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated
 from urllib.parse import urlsplit
@@ -46,6 +47,10 @@ def _allowed_of(text: str | None) -> tuple[Network, ...]:
 
 def allowed(request: web.Request) -> tuple[Network, ...]:
     return _allowed_of(request.app[SETTINGS].integration_allowed_networks)
+
+
+# What JavaScript's Number() reads as a number, written in decimal.
+NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
 
 
 def addon_id_or_404(value: str) -> int:
@@ -149,7 +154,11 @@ async def update_addon(request: web.Request) -> web.Response:
             raise domain.addon_missing()  # its key goes with it: deleted meanwhile
         stored = secrets.opened(key, addon_id, addon.sealed)
         parameters = domain.given_parameters(cmd, stored)
-        await check_receivers(addon.provider, parameters, allowed(request))
+        # A URL kept as it was is judged at each delivery; judged here as well, an integration
+        # whose receiver the rules refuse since could not even be switched off.
+        kept = {**addon.parameters, **stored}
+        changed = {k: v for k, v in parameters.items() if kept.get(k) != v}
+        await check_receivers(addon.provider, changed, allowed(request))
         event = domain.update_addon(
             addon,
             cmd,
@@ -177,7 +186,13 @@ async def delete_addon(request: web.Request) -> web.Response:
 
 
 async def list_deliveries(request: web.Request) -> web.Response:
-    addon_id = addon_id_or_404(request.match_info["id"])
+    text = request.match_info["id"]
+    if not NUMBER.fullmatch(text):
+        # As Unleash: an id that is no number is bad input here; any number has a list.
+        raise ValidationError("Invalid integration configuration id")
+    if not text.isdigit() or len(text) > 18 or int(text) < 1:
+        return json_response(DeliveryList(integration_events=[]))  # no such integration
+    addon_id = int(text)
     limit = int_param(request, "limit", DELIVERIES_SHOWN, 0)
     if not 0 < limit <= MAX_DELIVERIES_SHOWN:
         limit = DELIVERIES_SHOWN  # as Unleash: a limit out of range is its default

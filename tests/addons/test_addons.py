@@ -13,13 +13,17 @@ from eventlog.privacy.crypto import MasterKey
 from eventlog.privacy.keys import Masters
 from projections.verify import verify
 from service.addons import secrets
+from service.app import create_app
 from service.appkeys import POOL
 from service.privacy.admin import rotate_master_key
-from tests.factories import ADMIN, error, event_count, ok
+from tests.conftest import ServiceTestServer, resolve_with_test_principals
+from tests.factories import ADMIN, error, event_count, ok, settings_for
 
 if TYPE_CHECKING:
     from aiohttp import web
     from aiohttp.test_utils import TestClient
+
+    from tests.conftest import AiohttpClient
 
     Client = TestClient[Any, Any]
 
@@ -172,7 +176,18 @@ async def test_an_update_to_a_refused_receiver_changes_nothing(
         (webhook(parameters={}), "Missing required parameters: url"),
         (webhook(parameters={"url": HOOK, "colour": "red"}), "Unknown parameters for webhook"),
         (webhook(events=["feature-created", "made-up"]), "webhook does not send made-up"),
-        ({"provider": "webhook", "parameters": {"url": HOOK}}, "missing required field `events`"),
+        (
+            {"provider": "webhook", "enabled": True, "parameters": {"url": HOOK}},
+            "missing required field `events`",
+        ),
+        # Required as in Unleash: a save without them must not switch an integration on.
+        (
+            {"provider": "webhook", "parameters": {"url": HOOK}, "events": []},
+            "missing required field `enabled`",
+        ),
+        ({"provider": "webhook", "enabled": False, "events": []}, "`parameters`"),
+        (webhook(parameters={"url": HOOK, "contentType": 5}), "Expected `str`, got `int`"),
+        (webhook(parameters={"url": HOOK, "bodyTemplate": True}), "Expected `str`, got `bool`"),
     ],
 )
 async def test_a_wrong_configuration_is_a_400(
@@ -193,9 +208,24 @@ async def test_the_provider_of_an_integration_never_changes(client: Client) -> N
     assert "provider" in message
 
 
-@pytest.mark.parametrize("path", ["/4711", "/0", "/0/events", "/abc", "/abc/events"])
+@pytest.mark.parametrize("path", ["/4711", "/0", "/abc"])
 async def test_an_unknown_integration_is_a_404(client: Client, path: str) -> None:
     await error(await client.get(ADDONS + path, headers=ADMIN), 404, "NotFoundError")
+
+
+@pytest.mark.parametrize("addon_id", ["abc", "1x", "1e"])
+async def test_events_of_an_id_that_is_no_number_are_a_400(client: Client, addon_id: str) -> None:
+    path = f"{ADDONS}/{addon_id}/events"
+    message = await error(await client.get(path, headers=ADMIN), 400, "ValidationError")
+    assert message == "Invalid integration configuration id"
+
+
+@pytest.mark.parametrize("addon_id", ["0", "-1", "1.5", "99999999999999999999"])
+async def test_events_of_a_number_that_is_no_integration_are_none(
+    client: Client, addon_id: str
+) -> None:
+    path = f"{ADDONS}/{addon_id}/events"
+    assert await ok(await client.get(path, headers=ADMIN)) == {"integrationEvents": []}
 
 
 async def test_an_unknown_or_deleted_integration_has_no_events(client: Client) -> None:
@@ -250,3 +280,21 @@ async def test_a_receiver_whose_name_does_not_resolve_is_a_400(client: Client) -
     )
     assert "no-such-host.invalid" in message
     assert "does not resolve" in message
+
+
+async def test_an_integration_whose_receiver_is_refused_since_can_still_be_switched_off(
+    client: Client, dsn: str, aiohttp_client: AiohttpClient
+) -> None:
+    """Its URL is judged at each delivery; an update that keeps it does not judge it again."""
+    made = await create(client)  # on loopback, allowed here
+    strict = create_app(settings_for(dsn), dsn, resolver=resolve_with_test_principals)
+    narrower = await aiohttp_client(ServiceTestServer(strict))  # loopback not allowed
+    kept = webhook(enabled=False, description="off for now", parameters={"url": "*****"})
+    path = f"{ADDONS}/{made['id']}"
+    switched = await ok(await narrower.put(path, json=kept, headers=ADMIN))
+    assert (switched["enabled"], switched["description"]) == (False, "off for now")
+    moved = webhook(parameters={"url": "http://127.0.0.2:9/hook"})
+    message = await error(
+        await narrower.put(path, json=moved, headers=ADMIN), 400, "ValidationError"
+    )
+    assert "loopback" in message

@@ -49,6 +49,7 @@ async def receiver(aiohttp_server: Any) -> tuple[Receiver, str]:
 async def integrate(client: Client, url: str, **overrides: Any) -> dict[str, Any]:
     body: dict[str, Any] = {
         "provider": "webhook",
+        "enabled": True,
         "parameters": {"url": url},
         "events": ["feature-created", "feature-archived"],
     } | overrides
@@ -199,6 +200,7 @@ async def test_a_disabled_integration_skips_what_happens_meanwhile(
     made = await integrate(client, url)
     body = {
         "provider": "webhook",
+        "enabled": True,
         "parameters": {"url": "*****"},
         "events": ["feature-created", "feature-archived"],
     }

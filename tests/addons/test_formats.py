@@ -77,7 +77,14 @@ def test_webhook_headers_content_type_authorization_and_custom() -> None:
         "Authorization": "Bearer s3cret",
         "X-Team": "a",
     }
-    assert out.details["contentType"] == "text/plain"
+    # The details say the type that went.
+    assert out.details["contentType"] == "application/x-custom"
+    broken = render(
+        "webhook", {"url": "u", "contentType": "a\r\nX-Inj: 1"}, event(), unleash_url=HOST
+    )
+    assert broken.headers == {}
+    assert broken.details["contentType"] == "application/octet-stream"
+    assert broken.warnings == ["Left out the header 'Content-Type': HTTP cannot carry it."]
     blank = render("webhook", {"url": "u", "authorization": ""}, event(), unleash_url=HOST)
     assert blank.headers == {"Content-Type": "application/json"}
 

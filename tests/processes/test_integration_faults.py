@@ -181,7 +181,7 @@ async def serve(harness: Harness, dsn: str) -> Server:
 
 
 async def integrate(http: aiohttp.ClientSession, base: str, url: str, events: list[str]) -> int:
-    body = {"provider": "webhook", "parameters": {"url": url}, "events": events}
+    body = {"provider": "webhook", "enabled": True, "parameters": {"url": url}, "events": events}
     async with http.post(base + ADDONS, json=body, headers=ADMIN) as resp:
         assert resp.status == 201, await resp.text()
         made: dict[str, Any] = await resp.json()
