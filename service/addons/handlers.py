@@ -190,13 +190,13 @@ async def list_deliveries(request: web.Request) -> web.Response:
     if not NUMBER.fullmatch(text):
         # As Unleash: an id that is no number is bad input here; any number has a list.
         raise ValidationError("Invalid integration configuration id")
-    if not text.isdigit() or len(text) > 18 or int(text) < 1:
-        return json_response(DeliveryList(integration_events=[]))  # no such integration
-    addon_id = int(text)
     limit = int_param(request, "limit", DELIVERIES_SHOWN, 0)
     if not 0 < limit <= MAX_DELIVERIES_SHOWN:
         limit = DELIVERIES_SHOWN  # as Unleash: a limit out of range is its default
     offset = int_param(request, "offset", 0, 0)
+    if not text.isdigit() or len(text) > 18 or int(text) < 1:
+        return json_response(DeliveryList(integration_events=[]))  # no such integration
+    addon_id = int(text)
     # Deliveries are not a read model of the log: no past state (`?at=`) to read them in.
     async with request.app[POOL].acquire() as conn:
         if await conn.fetchrow(queries.GET_ADDON, addon_id) is None:
@@ -216,6 +216,8 @@ async def list_deliveries(request: web.Request) -> web.Response:
 
 
 _ID = {"id": Annotated[int, msgspec.Meta(ge=1)]}
+# As Unleash: any number names a list (empty when no integration has it); only text is refused.
+_ANY_NUMBER = {"id": Annotated[float, msgspec.Meta(description="an integration's id")]}
 ROUTES = [
     Route("GET", "/api/admin/addons", list_addons, auth.READ, ok={200: AddonList}, past=True),
     Route(
@@ -243,7 +245,7 @@ ROUTES = [
         list_deliveries,
         auth.ADMIN,
         ok={200: DeliveryList},
-        params=_ID,
+        params=_ANY_NUMBER,
         query=(
             Param("limit", Annotated[int, msgspec.Meta(ge=0)], "deliveries shown (1-100; 50)"),
             Param("offset", Annotated[int, msgspec.Meta(ge=0)], "deliveries skipped, newest first"),

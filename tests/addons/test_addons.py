@@ -228,6 +228,23 @@ async def test_events_of_a_number_that_is_no_integration_are_none(
     assert await ok(await client.get(path, headers=ADMIN)) == {"integrationEvents": []}
 
 
+@pytest.mark.parametrize("addon_id", ["0", "4711"])
+async def test_a_bad_offset_is_a_400_whichever_number_the_id_is(
+    client: Client, addon_id: str
+) -> None:
+    path = f"{ADDONS}/{addon_id}/events?offset=-1"
+    message = await error(await client.get(path, headers=ADMIN), 400, "ValidationError")
+    assert "offset" in message
+
+
+async def test_the_document_describes_the_events_id_as_any_number(client: Client) -> None:
+    document = await ok(await client.get("/docs/openapi.json"))
+    parameters = document["paths"][ADDONS + "/{id}/events"]["get"]["parameters"]
+    (id_parameter,) = [p for p in parameters if p["name"] == "id"]
+    assert id_parameter["schema"]["type"] == "number"
+    assert "minimum" not in id_parameter["schema"]
+
+
 async def test_an_unknown_or_deleted_integration_has_no_events(client: Client) -> None:
     """Unleash answers 200 with none: its UI asks for the last delivery of a card it still
     shows right after the integration's deletion."""
