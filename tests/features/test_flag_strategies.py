@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, get_args
 
 import msgspec
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from projections.verify import verify
@@ -372,12 +372,20 @@ CONSTRAINT = st.fixed_dictionaries(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(constraint=CONSTRAINT)
+@example(constraint={"contextName": "userId", "operator": "NOT_IN", "values": ["\x00"]})
 async def test_a_constraint_validates_exactly_when_a_strategy_can_be_saved_with_it(
     client: Client, constraint: dict[str, Any]
 ) -> None:
     """Never a 500; 204 exactly when the strategy routes take it (the same rules)."""
     resp = await client.post(VALIDATE, json=constraint, headers=ADMIN)
     assert resp.status in {204, 400}, await resp.text()
+    texts = [constraint.get("value") or "", *constraint.get("values", [])]
+    if any("\x00" in text for text in texts):
+        # Every route's body reader refuses NUL (PostgreSQL text cannot hold it), before the rules.
+        assert await error(resp, 400, "ValidationError") == (
+            "Strings may not contain the NUL character (\\u0000)"
+        )
+        return
     body = msgspec.convert({"name": "default", "constraints": [constraint]}, commands.StrategyBody)
     try:
         domain.strategy_data(body, "id", 0)
